@@ -1,0 +1,22 @@
+# Thin wrappers around cargo and vramfit; see README.md.
+VRAMFIT = cargo run --release --quiet --
+RAW = $(wildcard measurements/raw/*.csv)
+
+.PHONY: build test lint ingest ci
+
+build:
+	cargo build --release
+
+test:
+	cargo test
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings
+
+# Rebuild measurements/vae.json from measurements/raw/.
+ingest:
+	$(VRAMFIT) ingest $(RAW)
+
+ci:
+	bash .ci/run

@@ -1,0 +1,232 @@
+//! Command-line parsing. Arguments become typed options here, once; the core
+//! never sees clap. Exit codes are a contract: 0 success, 1 findings (a
+//! failed check, a `--fail-on` verdict), 2 usage or input error.
+
+use crate::commands::{self, ingest, points};
+use crate::points::invokeai::InvokeaiContext;
+use crate::report::{self, Format};
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the command ran and found something (verify findings, a
+/// `--check` that is out of date, a `--fail-on` verdict).
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code: bad usage or bad input; nothing was written.
+pub const EXIT_INPUT: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vramfit",
+    version,
+    about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit points --vae sdxl --op decode\n\n\
+Exit codes: 0 success, 1 findings, 2 usage or input error."
+)]
+struct Cli {
+    /// Folder holding measurements/ and fits/.
+    #[arg(long, global = true, default_value = ".", value_name = "DIR")]
+    root: PathBuf,
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum FormatArg {
+    Table,
+    Json,
+    Github,
+    Markdown,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Read measurement files into measurements/vae.json.
+    #[command(
+        after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit ingest --check measurements/raw/*.csv\n  \
+vramfit ingest --from invokeai-benchmark --source URL --conv-backend cudnn --allocator native --os linux \\\n      \
+--device 'NVIDIA GeForce RTX 4090' --id-prefix i7785061 all_benchmark_results.json"
+    )]
+    Ingest(IngestArgs),
+    /// List stored points, filtered by any key field.
+    #[command(
+        after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
+    )]
+    Points(PointsArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FromArg {
+    /// vramfit's measurement CSV (SPEC §2).
+    Csv,
+    /// InvokeAI's vae_benchmarks/all_benchmark_results.json.
+    InvokeaiBenchmark,
+}
+
+#[derive(Args, Debug)]
+struct IngestArgs {
+    /// Measurement files.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Do not write: exit 1 when the store is not up to date with FILEs.
+    #[arg(long)]
+    check: bool,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FromArg::Csv)]
+    from: FromArg,
+    /// (invokeai-benchmark) Where the figures come from.
+    #[arg(long)]
+    source: Option<String>,
+    /// (invokeai-benchmark) GPU name.
+    #[arg(long)]
+    device: Option<String>,
+    /// (invokeai-benchmark) torch version.
+    #[arg(long)]
+    torch: Option<String>,
+    /// (invokeai-benchmark) cudnn, miopen, mps, xpu or cpu.
+    #[arg(long)]
+    conv_backend: Option<String>,
+    /// (invokeai-benchmark) native, cudaMallocAsync or expandable_segments.
+    #[arg(long)]
+    allocator: Option<String>,
+    /// (invokeai-benchmark) linux, windows or macos (empty = any).
+    #[arg(long)]
+    os: Option<String>,
+    /// (invokeai-benchmark) Prefix of the generated ids.
+    #[arg(long, default_value = "invokeai")]
+    id_prefix: String,
+    /// (invokeai-benchmark) Runs behind each average.
+    #[arg(long)]
+    runs: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+struct PointsArgs {
+    /// Family or model name (sd, sdxl, flux1, …).
+    #[arg(long)]
+    vae: Option<String>,
+    #[arg(long)]
+    op: Option<Op>,
+    #[arg(long)]
+    tile: Option<u32>,
+    /// cudnn, miopen, mps, xpu, cpu.
+    #[arg(long = "backend", alias = "conv-backend")]
+    backend: Option<ConvBackend>,
+    /// native, cudaMallocAsync, expandable_segments.
+    #[arg(long)]
+    allocator: Option<Allocator>,
+    /// linux, windows, macos, any.
+    #[arg(long)]
+    os: Option<Os>,
+    /// fp16, bf16, fp32 (or PyTorch names).
+    #[arg(long)]
+    dtype: Option<Dtype>,
+    /// Substring of the point id.
+    #[arg(long)]
+    id: Option<String>,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Github => Format::Github,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
+    let from = match a.from {
+        FromArg::Csv => {
+            for (flag, v) in
+                [("--source", &a.source), ("--conv-backend", &a.conv_backend), ("--allocator", &a.allocator)]
+            {
+                if v.is_some() {
+                    anyhow::bail!("{flag} is for --from invokeai-benchmark; a CSV says it in its columns");
+                }
+            }
+            ingest::InputFormat::Csv
+        }
+        FromArg::InvokeaiBenchmark => {
+            let need = |flag: &str, v: Option<String>| {
+                v.ok_or_else(|| {
+                    anyhow::anyhow!("--from invokeai-benchmark needs {flag}: the format does not record it")
+                })
+            };
+            ingest::InputFormat::InvokeaiBenchmark(InvokeaiContext {
+                source: need("--source", a.source)?,
+                device: a.device,
+                torch: a.torch,
+                conv_backend: need("--conv-backend", a.conv_backend)?,
+                allocator: need("--allocator", a.allocator)?,
+                os: a.os.unwrap_or_default(),
+                id_prefix: a.id_prefix,
+                runs: a.runs,
+            })
+        }
+    };
+    Ok(ingest::IngestOptions { files: a.files, from, check: a.check })
+}
+
+/// Runs the command line and returns the exit code.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_INPUT } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_INPUT
+        }
+    }
+}
+
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let format: Format = cli.format.into();
+    let root = cli.root;
+    match cli.command {
+        Command::Ingest(a) => {
+            let opts = ingest_options(a)?;
+            let r = commands::ingest::run(&root, &opts)?;
+            emit(&report::render(&r, format, "ingest")?);
+            Ok(if opts.check && !r.up_to_date { EXIT_FINDINGS } else { EXIT_OK })
+        }
+        Command::Points(a) => {
+            let f = points::PointFilter {
+                vae: a.vae,
+                op: a.op,
+                tile: a.tile,
+                conv_backend: a.backend,
+                allocator: a.allocator,
+                os: a.os,
+                dtype: a.dtype,
+                id: a.id,
+            };
+            let r = commands::points::run(&root, &f)?;
+            emit(&report::render(&r, format, "points")?);
+            Ok(EXIT_OK)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `vramfit ingest`: measurement files into `measurements/vae.json`.
+
+use crate::points::csv_input::{parse_csv, ParsedRow};
+use crate::points::invokeai::{self, InvokeaiContext};
+use crate::points::merge::{merge, RowFate};
+use crate::points::store;
+use crate::policy;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The input formats `ingest` reads.
+#[derive(Debug, Clone)]
+pub enum InputFormat {
+    /// vramfit's measurement CSV (SPEC §2).
+    Csv,
+    /// InvokeAI's `all_benchmark_results.json`, with the missing facts given.
+    InvokeaiBenchmark(InvokeaiContext),
+}
+
+/// Typed options of `ingest`.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    pub files: Vec<PathBuf>,
+    pub from: InputFormat,
+    /// Only compare: exit 1 when the store is not up to date with the files.
+    pub check: bool,
+}
+
+/// Per input file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSummary {
+    /// The file as given on the command line.
+    pub file: String,
+    /// Data rows (records) read.
+    pub rows: usize,
+    /// Rows new to the store.
+    pub added: usize,
+    /// Rows already stored with the same content.
+    pub unchanged: usize,
+}
+
+/// What `ingest` did (or, with `--check`, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestReport {
+    /// The points file.
+    pub store: String,
+    /// Whether this was `--check`.
+    pub check: bool,
+    /// Whether the store was written (never with `--check` or when nothing changed).
+    pub written: bool,
+    /// Per input file.
+    pub files: Vec<FileSummary>,
+    /// Points in the store after the run (with `--check`: as it would be).
+    pub points: usize,
+    /// Rows added by this run.
+    pub added: usize,
+    /// Points per line key, after the policy's OS grouping.
+    pub lines: BTreeMap<String, usize>,
+    /// With `--check`: ids the files hold that the store lacks.
+    pub missing: Vec<String>,
+    /// With `--check`: stored ids that none of the files produce.
+    pub orphans: Vec<String>,
+    /// Whether the store is up to date with the files (`--check` exits 1 when not).
+    pub up_to_date: bool,
+}
+
+/// Reads the files named in `opts` into rows.
+pub fn read_rows(opts: &IngestOptions, registry: &policy::Registry) -> Result<Vec<(String, Vec<ParsedRow>)>> {
+    let mut out = Vec::new();
+    for f in &opts.files {
+        let name = f.display().to_string();
+        let bytes = std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?;
+        let rows = match &opts.from {
+            InputFormat::Csv => parse_csv(&bytes, &name, registry)?,
+            InputFormat::InvokeaiBenchmark(ctx) => {
+                let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
+                invokeai::parse(&text, &name, ctx, registry)?
+            }
+        };
+        out.push((name, rows));
+    }
+    Ok(out)
+}
+
+pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
+    let policy = policy::load_strict(root)?;
+    let stored = store::load(root)?;
+    let per_file = read_rows(opts, &policy.registry)?;
+    let all: Vec<ParsedRow> = per_file.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
+    let merged = merge(&stored, &all)?;
+
+    let mut files = Vec::new();
+    let mut fates = merged.fates.iter();
+    for (name, rows) in &per_file {
+        let mine: Vec<RowFate> = fates.by_ref().take(rows.len()).copied().collect();
+        let added = mine.iter().filter(|f| **f == RowFate::Added).count();
+        files.push(FileSummary { file: name.clone(), rows: rows.len(), added, unchanged: rows.len() - added });
+    }
+    let added: usize = files.iter().map(|f| f.added).sum();
+    let points: Vec<_> = merged.points.into_values().collect();
+    let mut lines = BTreeMap::new();
+    for p in &points {
+        *lines.entry(policy.line_key(p).to_string()).or_insert(0) += 1;
+    }
+    let from_files: std::collections::BTreeSet<&str> = all.iter().map(|r| r.point.id.as_str()).collect();
+    let missing: Vec<String> = if opts.check {
+        let stored_ids: std::collections::BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
+        from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect()
+    } else {
+        vec![]
+    };
+    let orphans: Vec<String> = if opts.check {
+        stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.clone()).collect()
+    } else {
+        vec![]
+    };
+    let up_to_date = added == 0 && orphans.is_empty();
+    let path = store::path(root);
+    let written = !opts.check && added > 0;
+    if written {
+        crate::fsio::write_atomic(&path, &store::to_bytes(&points)?)?;
+    }
+    Ok(IngestReport {
+        store: crate::fsio::shown(&path),
+        check: opts.check,
+        written,
+        files,
+        points: points.len(),
+        added,
+        lines,
+        missing,
+        orphans,
+        up_to_date,
+    })
+}

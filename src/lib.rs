@@ -1,0 +1,17 @@
+//! vramfit: fit, ship and audit the GPU-memory coefficients a diffusion app
+//! reserves before a VAE decode or encode.
+//!
+//! Data flows one way (SPEC §10): measurement files → [`points`] → [`fit`]
+//! (pure math) → [`coefficients`] (lines under the [`policy`]) → [`pricing`]
+//! → [`verify`] and [`plan`] → [`report`] → [`cli`]. No module reaches back
+//! up this chain.
+
+pub mod cli;
+pub mod commands;
+pub mod exact;
+pub mod fsio;
+pub mod points;
+pub mod policy;
+pub mod report;
+pub mod units;
+pub mod vocab;

@@ -1,0 +1,191 @@
+//! Importer for InvokeAI's published VAE benchmark JSON
+//! (`vae_benchmarks/all_benchmark_results.json`, commit 7785061e).
+//!
+//! The format records size, operation, dtype, model and the average
+//! allocated/reserved deltas, but not where or how it ran: the source,
+//! device, conv backend, allocator and OS come from the caller. Each record
+//! is turned into a measurement-CSV row and goes through the same
+//! [`row_to_point`] as a CSV, so both paths give the same points.
+
+use super::csv_input::{row_to_point, Fields, ParsedRow, RowOrigin};
+use crate::exact::mib_decimal_to_bytes;
+use crate::policy::Registry;
+use crate::vocab::Dtype;
+use anyhow::{anyhow, bail, Result};
+use serde_json::Value;
+
+/// What the benchmark file does not say, given on the command line.
+#[derive(Debug, Clone)]
+pub struct InvokeaiContext {
+    pub source: String,
+    pub device: Option<String>,
+    pub torch: Option<String>,
+    pub conv_backend: String,
+    pub allocator: String,
+    pub os: String,
+    /// Prefix of the generated ids (`PREFIX-MODEL-OP[-tTILE]-DTYPE-WxH[-LOADEDload]`).
+    pub id_prefix: String,
+    /// Runs behind each average, when known.
+    pub runs: Option<u32>,
+}
+
+/// InvokeAI's model labels and the vramfit model names they stand for.
+fn model_name(label: &str) -> String {
+    let squashed: String = label.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    match squashed.as_str() {
+        "flux" | "flux1" => "flux1".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the benchmark JSON (an array of records).
+pub fn parse(text: &str, file: &str, ctx: &InvokeaiContext, registry: &Registry) -> Result<Vec<ParsedRow>> {
+    let records: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
+    let records = records.as_array().ok_or_else(|| anyhow!("{file}:1: expected a JSON array of benchmark records"))?;
+    let lines = record_lines(text);
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let origin = RowOrigin { file: file.to_string(), line: lines.get(i).copied().unwrap_or(1) };
+            let fields = record_fields(r, i, &origin, ctx, registry)?;
+            let point = row_to_point(&fields, &origin, registry)?;
+            Ok(ParsedRow { point, origin })
+        })
+        .collect()
+}
+
+/// Line numbers where each top-level record opens, for messages.
+fn record_lines(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let (mut depth, mut line, mut in_str, mut esc) = (0i32, 1u64, false, false);
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, '\\') => esc = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' | '[' => {
+                if depth == 1 && c == '{' {
+                    out.push(line);
+                }
+                depth += 1;
+            }
+            '}' | ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn record_fields(
+    r: &Value,
+    index: usize,
+    at: &RowOrigin,
+    ctx: &InvokeaiContext,
+    registry: &Registry,
+) -> Result<Fields> {
+    let obj = r.as_object().ok_or_else(|| anyhow!("{at}: record {}: expected an object", index + 1))?;
+    let text = |k: &str| -> Result<String> {
+        match obj.get(k) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            Some(Value::Bool(b)) => Ok(b.to_string()),
+            _ => bail!("{at}: {k}: missing field"),
+        }
+    };
+    let (w, h) = crate::units::parse_size(&text("resolution")?).map_err(|e| anyhow!("{at}: resolution: {e}"))?;
+    let operation = text("operation")?;
+    let tiled = operation == "decode_tiled" || matches!(obj.get("tiling"), Some(Value::Bool(true)));
+    let op = match operation.as_str() {
+        "decode" | "decode_tiled" => "decode",
+        "encode" => "encode",
+        other => bail!("{at}: operation: unknown operation '{other}' (accepted: encode, decode, decode_tiled)"),
+    };
+    let tile = if tiled {
+        match obj.get("tile_size") {
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.to_string(),
+            _ => bail!("{at}: tile_size: a tiled record needs a positive tile_size"),
+        }
+    } else {
+        "0".to_string()
+    };
+    let run: Dtype = text("dtype")?.parse().map_err(|e| anyhow!("{at}: dtype: {e}"))?;
+    let model = model_name(&text("model")?);
+    let family = registry.resolve(&model).map(str::to_string);
+    let loaded = loaded_dtype(obj.get("model_size_mb"), family.as_deref().and_then(|f| registry.params(f)), run);
+
+    let mut f = Fields::new();
+    let mut id = format!("{}-{model}-{op}", ctx.id_prefix);
+    if tile != "0" {
+        id.push_str(&format!("-t{tile}"));
+    }
+    id.push_str(&format!("-{run}-{w}x{h}"));
+    if loaded != run {
+        id.push_str(&format!("-{loaded}load"));
+    }
+    let mut put = |k: &str, v: String| {
+        f.insert(k.to_string(), v);
+    };
+    put("id", id);
+    put("source", ctx.source.clone());
+    put("device", ctx.device.clone().unwrap_or_default());
+    put("torch", ctx.torch.clone().unwrap_or_default());
+    put("conv_backend", ctx.conv_backend.clone());
+    put("allocator", ctx.allocator.clone());
+    put("os", ctx.os.clone());
+    put("model", model);
+    put("op", op.to_string());
+    put("tile", tile);
+    put("run_dtype", run.to_string());
+    put("loaded_dtype", loaded.to_string());
+    put("width", w.to_string());
+    put("height", h.to_string());
+    put("batch", "1".to_string());
+    put("aggregate", "mean".to_string());
+    put("runs", ctx.runs.map(|r| r.to_string()).unwrap_or_default());
+    put("context", "isolated".to_string());
+    for (from, to) in [("avg_reserved_mb", "reserved_mib"), ("avg_allocated_mb", "allocated_mib")] {
+        if let Some(v) = obj.get(from) {
+            put(to, number_text(v).ok_or_else(|| anyhow!("{at}: {from}: expected a number"))?);
+        }
+    }
+    for extra in ["model_size_mb", "max_reserved_mb", "max_allocated_mb", "avg_time_s"] {
+        if let Some(v) = obj.get(extra).and_then(number_text) {
+            put(extra, v);
+        }
+    }
+    Ok(f)
+}
+
+fn number_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The dtype the weights were loaded in, from the weight size: about two
+/// bytes a parameter is a 16-bit load (the run's own 16-bit dtype, or fp16
+/// when it ran fp32: an upcast), about four is fp32. Without a weight count
+/// or size, the run dtype.
+fn loaded_dtype(size_mb: Option<&Value>, params: Option<u64>, run: Dtype) -> Dtype {
+    let bytes = size_mb.and_then(number_text).and_then(|t| mib_decimal_to_bytes(&t).ok());
+    let (Some(bytes), Some(params)) = (bytes, params) else { return run };
+    let (b, p) = (u128::from(bytes), u128::from(params));
+    let elem = if b.abs_diff(2 * p) <= b.abs_diff(4 * p) { 2 } else { 4 };
+    match (elem, run) {
+        (4, _) => Dtype::Fp32,
+        (_, Dtype::Fp32) => Dtype::Fp16,
+        (_, r) => r,
+    }
+}

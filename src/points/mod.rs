@@ -1,0 +1,113 @@
+//! Measured points: the model, the measurement-CSV reader, importers for
+//! third-party formats, and the canonical points file (`measurements/vae.json`).
+
+pub mod csv_input;
+pub mod invokeai;
+pub mod merge;
+pub mod store;
+
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// One measured demand of one run configuration (SPEC §1–§2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Point {
+    /// Stable id; derived from the content when the input gave none.
+    pub id: String,
+    /// VAE family the estimator prices (`sd`, `flux1`, …).
+    pub vae: String,
+    /// Model name as given (`sdxl`, `sd15`, …), informational once `vae` is known.
+    pub model: Option<String>,
+    /// `decode` or `encode`.
+    pub op: Op,
+    /// Tile edge in pixels; 0 when untiled.
+    pub tile: u32,
+    /// Convolution backend (stands for the platform).
+    pub conv_backend: ConvBackend,
+    /// PyTorch allocator configuration the run used.
+    pub allocator: Allocator,
+    /// OS the point was measured on; `any` when unknown.
+    pub os: Os,
+    /// The dtype the VAE ran in (`run_dtype` in the CSV).
+    pub dtype: Dtype,
+    /// The dtype the weights were loaded in, when recorded.
+    pub loaded_dtype: Option<Dtype>,
+    /// Output width in pixels (decode: decoded image; encode: input image).
+    pub width: u64,
+    /// Output height in pixels.
+    pub height: u64,
+    /// Images in the batch.
+    pub batch: u64,
+    /// `width × height × batch`: the size the lines are fitted against.
+    pub pixels: u64,
+    /// `max(driver, reserved, allocated)` in bytes: what a cache must cover.
+    pub demand_bytes: u64,
+    /// Measured `torch.cuda.memory_reserved` delta, bytes (rounded up).
+    pub reserved_bytes: Option<u64>,
+    /// Measured `torch.cuda.memory_allocated` delta, bytes (rounded up).
+    pub allocated_bytes: Option<u64>,
+    /// Measured driver-level (nvidia-smi / rocm-smi) delta, bytes (rounded up).
+    pub driver_bytes: Option<u64>,
+    /// Where the figure comes from (URL, harness name and version).
+    pub source: String,
+    /// GPU name, informational.
+    pub device: Option<String>,
+    /// torch version, informational.
+    pub torch: Option<String>,
+    /// 1-based index of this run within its fresh process.
+    pub run: Option<u32>,
+    /// Number of runs behind the figure.
+    pub runs: Option<u32>,
+    /// `single`, `mean` or `max`.
+    pub aggregate: Option<String>,
+    /// `isolated` or `generation`.
+    pub context: Option<String>,
+    /// Free text.
+    pub note: Option<String>,
+    /// Columns vramfit does not know, kept verbatim.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The seven fields that decide which line a point belongs to (SPEC §1).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LineKey {
+    pub vae: String,
+    pub op: Op,
+    pub tile: u32,
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+    pub dtype: Dtype,
+}
+
+impl fmt::Display for LineKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}/{}/{}/{}/{}/{}",
+            self.vae, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype
+        )
+    }
+}
+
+impl Point {
+    /// The point's own key, with the OS it was measured on.
+    pub fn key(&self) -> LineKey {
+        LineKey {
+            vae: self.vae.clone(),
+            op: self.op,
+            tile: self.tile,
+            conv_backend: self.conv_backend,
+            allocator: self.allocator,
+            os: self.os,
+            dtype: self.dtype,
+        }
+    }
+}
+
+/// The accepted values of `aggregate`.
+pub const AGGREGATES: &[&str] = &["single", "mean", "max"];
+/// The accepted values of `context`.
+pub const CONTEXTS: &[&str] = &["isolated", "generation"];

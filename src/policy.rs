@@ -1,0 +1,577 @@
+//! The maintainer's declared rules (`fits/policy.toml`, SPEC §4).
+//!
+//! Parsing is strict: structural mistakes (a wrong type, a missing `reason`)
+//! are errors, and unknown keys or ids that name no point are collected as
+//! [`Problem`]s. `fit` and `emit` refuse to run with problems; `verify`
+//! reports them as findings, so CI names every one of them at once.
+
+use crate::exact::{policy_number, Ratio};
+use crate::points::{LineKey, Point};
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use toml::{Table, Value};
+
+/// The one unmeasured-platform rule vramfit implements (SPEC §6.5).
+pub const UNMEASURED_RULE: &str = "max-measured-with-legacy-floor";
+
+/// A point id listed in `[[exclude]]` or `[[exception]]`, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    pub id: String,
+    pub reason: String,
+}
+
+/// A line whose values are declared, not fitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carry {
+    pub key: LineKey,
+    /// Slope in hundredths of a byte per pixel.
+    pub slope_centi: u64,
+    pub base_mib: u64,
+    pub reason: String,
+}
+
+/// A `(conv_backend, allocator)` pair whose lines keep their OS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OsSpecific {
+    pub conv_backend: ConvBackend,
+    /// `None` means every allocator of that backend.
+    pub allocator: Option<Allocator>,
+}
+
+/// The allocator a platform runs when nothing is configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllocatorDefault {
+    pub conv_backend: ConvBackend,
+    pub os: Os,
+    pub allocator: Allocator,
+}
+
+/// The k constants of the v1 estimator for one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LegacyK {
+    pub decode: u64,
+    pub encode: u64,
+}
+
+/// The previous estimator (SPEC §7): the floor for unmeasured platforms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Legacy {
+    pub k: BTreeMap<ConvBackend, LegacyK>,
+    /// Backend whose k a backend without its own entry uses.
+    pub fallback_backend: ConvBackend,
+    pub elem_bytes: BTreeMap<Dtype, u64>,
+    /// Multiplier for a tiled decode/encode (`tile² × E × k × factor`).
+    pub tile_factor: Ratio,
+    /// Extra MiB per family when it runs fp32 (v1: `sd` adds 250).
+    pub fp32_extra_mib: BTreeMap<String, u64>,
+}
+
+/// One VAE family of the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VaeEntry {
+    /// Model names that resolve to this family.
+    pub models: Vec<String>,
+    /// Weight count, for the cast growth of SPEC §6.6; unknown when absent.
+    pub params: Option<u64>,
+}
+
+/// Family names and model aliases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Registry(pub BTreeMap<String, VaeEntry>);
+
+impl Registry {
+    /// The family a family or model name stands for (case-insensitive).
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        let n = name.trim();
+        for (family, entry) in &self.0 {
+            if family.eq_ignore_ascii_case(n) || entry.models.iter().any(|m| m.eq_ignore_ascii_case(n)) {
+                return Some(family.as_str());
+            }
+        }
+        None
+    }
+
+    /// Families and their models, for "accepted: …" messages.
+    pub fn describe(&self) -> String {
+        self.0
+            .iter()
+            .map(|(f, e)| if e.models.is_empty() { f.clone() } else { format!("{f} ({})", e.models.join(", ")) })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn params(&self, family: &str) -> Option<u64> {
+        self.0.get(family).and_then(|e| e.params)
+    }
+}
+
+/// The parsed policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub margin: Ratio,
+    pub ratio_bound: Ratio,
+    pub min_sizes: usize,
+    pub unmeasured: String,
+    pub excludes: Vec<Listed>,
+    pub exceptions: Vec<Listed>,
+    pub carries: Vec<Carry>,
+    pub os_specific: Vec<OsSpecific>,
+    pub allocator_defaults: Vec<AllocatorDefault>,
+    /// The allocator when no `[[allocator_default]]` matches.
+    pub default_allocator: Allocator,
+    pub legacy: Option<Legacy>,
+    pub registry: Registry,
+    /// `(width, height)` sizes for tables and floor checks.
+    pub grid: Vec<(u64, u64)>,
+    /// Tile edges `plan` may fall back to, largest first.
+    pub tiles: Vec<u32>,
+}
+
+/// A problem verify reports as a finding and fit/emit treat as an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `unknown-key`, `unknown-id` or `stale-exception`.
+    pub code: &'static str,
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "margin",
+    "ratio_bound",
+    "min_sizes",
+    "unmeasured",
+    "default_allocator",
+    "grid",
+    "tiles",
+    "exclude",
+    "exception",
+    "carry",
+    "os_specific",
+    "allocator_default",
+    "legacy",
+    "vae",
+];
+const LISTED_KEYS: &[&str] = &["id", "reason"];
+const CARRY_KEYS: &[&str] =
+    &["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype", "slope", "base_mib", "reason"];
+const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "reason"];
+const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
+const LEGACY_KEYS: &[&str] = &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
+const VAE_KEYS: &[&str] = &["models", "params", "note"];
+
+/// Parses a policy. `file` names the file in messages.
+pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
+    let table: Table = text.parse().map_err(|e: toml::de::Error| anyhow!("{file}: {}", e.to_string().trim_end()))?;
+    let mut p = Parser { file, problems: Vec::new() };
+    let policy = p.policy(&table)?;
+    Ok((policy, p.problems))
+}
+
+struct Parser<'a> {
+    file: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Parser<'_> {
+    fn unknown_keys(&mut self, t: &Table, known: &[&str], at: &str) {
+        for k in t.keys() {
+            if !known.contains(&k.as_str()) {
+                self.problems.push(Problem {
+                    code: "unknown-key",
+                    ids: vec![],
+                    message: format!(
+                        "{}: unknown key '{k}' in {at} (known: {}); a misspelt key would otherwise be ignored",
+                        self.file,
+                        known.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+
+    fn err(&self, at: &str, what: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!("{}: {at}: {what}", self.file)
+    }
+
+    fn policy(&mut self, t: &Table) -> Result<Policy> {
+        self.unknown_keys(t, TOP_KEYS, "the top level");
+        let margin = self.number(t, "margin", "the top level")?.unwrap_or(Ratio::new(5, 100)?);
+        let ratio_bound = self.number(t, "ratio_bound", "the top level")?.unwrap_or(Ratio::new(13, 10)?);
+        if ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less {
+            bail!(self.err("ratio_bound", "must be at least 1 (a reservation cannot be below the demand it covers)"));
+        }
+        if margin.den() > 1_000_000 || ratio_bound.den() > 1_000_000 {
+            bail!(self.err("margin / ratio_bound", "at most 6 decimal places"));
+        }
+        let min_sizes = match t.get("min_sizes") {
+            None => 3,
+            Some(Value::Integer(i)) if *i >= 2 => *i as usize,
+            Some(v) => {
+                bail!(self.err("min_sizes", format!("expected an integer ≥ 2 (a line needs two sizes), found {v}")))
+            }
+        };
+        let unmeasured = match t.get("unmeasured") {
+            None => UNMEASURED_RULE.to_string(),
+            Some(Value::String(s)) if s == UNMEASURED_RULE => s.clone(),
+            Some(v) => bail!(self.err("unmeasured", format!("unknown rule {v} (accepted: {UNMEASURED_RULE})"))),
+        };
+        let default_allocator = match t.get("default_allocator") {
+            None => Allocator::Native,
+            Some(Value::String(s)) => s.parse().map_err(|e| self.err("default_allocator", e))?,
+            Some(v) => bail!(self.err("default_allocator", format!("expected a string, found {v}"))),
+        };
+        let excludes = self.listed(t, "exclude")?;
+        let exceptions = self.listed(t, "exception")?;
+        let carries = self.carries(t)?;
+        let os_specific = self.os_specific(t)?;
+        let allocator_defaults = self.allocator_defaults(t)?;
+        let legacy = match t.get("legacy") {
+            None => None,
+            Some(Value::Table(l)) => Some(self.legacy(l)?),
+            Some(_) => bail!(self.err("[legacy]", "expected a table")),
+        };
+        let registry = self.registry(t)?;
+        let grid = self.grid(t)?;
+        let tiles = self.tiles(t)?;
+        for c in &carries {
+            if !registry.0.contains_key(&c.key.vae) {
+                bail!(self.err(&format!("[[carry]] {}", c.key), format!("unknown vae family '{}'", c.key.vae)));
+            }
+        }
+        Ok(Policy {
+            margin,
+            ratio_bound,
+            min_sizes,
+            unmeasured,
+            excludes,
+            exceptions,
+            carries,
+            os_specific,
+            allocator_defaults,
+            default_allocator,
+            legacy,
+            registry,
+            grid,
+            tiles,
+        })
+    }
+
+    fn number(&self, t: &Table, key: &str, at: &str) -> Result<Option<Ratio>> {
+        match t.get(key) {
+            None => Ok(None),
+            Some(v) => policy_number(v)
+                .map(Some)
+                .ok_or_else(|| self.err(&format!("{at}: {key}"), format!("expected a non-negative number, found {v}"))),
+        }
+    }
+
+    fn tables<'t>(&self, t: &'t Table, key: &str) -> Result<Vec<&'t Table>> {
+        match t.get(key) {
+            None => Ok(vec![]),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| i.as_table().ok_or_else(|| self.err(&format!("[[{key}]]"), "expected a table")))
+                .collect(),
+            Some(_) => bail!(self.err(&format!("[[{key}]]"), "expected an array of tables")),
+        }
+    }
+
+    fn string(&self, t: &Table, key: &str, at: &str) -> Result<String> {
+        match t.get(key) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+            Some(Value::String(_)) | None => bail!(self.err(at, format!("missing {key}"))),
+            Some(v) => bail!(self.err(at, format!("{key}: expected a string, found {v}"))),
+        }
+    }
+
+    fn reason(&self, t: &Table, at: &str) -> Result<String> {
+        self.string(t, "reason", at).map_err(|_| self.err(at, "missing reason: every departure from the data says why"))
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, t: &Table, key: &str, at: &str) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.string(t, key, at)?.parse::<T>().map_err(|e| self.err(at, format!("{key}: {e}")))
+    }
+
+    fn listed(&mut self, t: &Table, key: &str) -> Result<Vec<Listed>> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (i, item) in self.tables(t, key)?.into_iter().enumerate() {
+            let at = format!("[[{key}]] #{}", i + 1);
+            self.unknown_keys(item, LISTED_KEYS, &at);
+            let id = self.string(item, "id", &at)?;
+            let reason = self.reason(item, &format!("{at} (id {id})"))?;
+            if !seen.insert(id.clone()) {
+                bail!(self.err(&at, format!("id '{id}' is listed twice")));
+            }
+            out.push(Listed { id, reason });
+        }
+        Ok(out)
+    }
+
+    fn carries(&mut self, t: &Table) -> Result<Vec<Carry>> {
+        let mut out: Vec<Carry> = Vec::new();
+        for (i, item) in self.tables(t, "carry")?.into_iter().enumerate() {
+            let at = format!("[[carry]] #{}", i + 1);
+            self.unknown_keys(item, CARRY_KEYS, &at);
+            let key = LineKey {
+                vae: self.string(item, "vae", &at)?,
+                op: self.parsed::<Op>(item, "op", &at)?,
+                tile: match item.get("tile") {
+                    None => 0,
+                    Some(Value::Integer(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => *v as u32,
+                    Some(v) => bail!(self.err(&at, format!("tile: expected a non-negative integer, found {v}"))),
+                },
+                conv_backend: self.parsed(item, "conv_backend", &at)?,
+                allocator: self.parsed(item, "allocator", &at)?,
+                os: self.parsed(item, "os", &at)?,
+                dtype: self.parsed(item, "dtype", &at)?,
+            };
+            let slope = match item.get("slope") {
+                Some(v) => {
+                    policy_number(v).ok_or_else(|| self.err(&at, format!("slope: expected a number, found {v}")))?
+                }
+                None => bail!(self.err(&at, "missing slope")),
+            };
+            let centi = slope.checked_mul(Ratio::int(100))?;
+            if centi.den() != 1 {
+                bail!(self.err(&at, "slope: at most two decimal places (the resolution of shipped slopes)"));
+            }
+            let base_mib = match item.get("base_mib") {
+                Some(Value::Integer(v)) if *v >= 0 => *v as u64,
+                v => bail!(self.err(&at, format!("base_mib: expected a non-negative integer, found {v:?}"))),
+            };
+            let reason = self.reason(item, &at)?;
+            if out.iter().any(|c| c.key == key) {
+                bail!(self.err(&at, format!("line {key} is carried twice")));
+            }
+            out.push(Carry { key, slope_centi: centi.num() as u64, base_mib, reason });
+        }
+        Ok(out)
+    }
+
+    fn os_specific(&mut self, t: &Table) -> Result<Vec<OsSpecific>> {
+        let mut out = Vec::new();
+        for (i, item) in self.tables(t, "os_specific")?.into_iter().enumerate() {
+            let at = format!("[[os_specific]] #{}", i + 1);
+            self.unknown_keys(item, OS_SPECIFIC_KEYS, &at);
+            let conv_backend = self.parsed(item, "conv_backend", &at)?;
+            let allocator = match item.get("allocator") {
+                None => None,
+                Some(Value::String(s)) if s == "*" => None,
+                Some(_) => Some(self.parsed(item, "allocator", &at)?),
+            };
+            self.reason(item, &at)?;
+            out.push(OsSpecific { conv_backend, allocator });
+        }
+        Ok(out)
+    }
+
+    fn allocator_defaults(&mut self, t: &Table) -> Result<Vec<AllocatorDefault>> {
+        let mut out = Vec::new();
+        for (i, item) in self.tables(t, "allocator_default")?.into_iter().enumerate() {
+            let at = format!("[[allocator_default]] #{}", i + 1);
+            self.unknown_keys(item, ALLOC_DEFAULT_KEYS, &at);
+            let d = AllocatorDefault {
+                conv_backend: self.parsed(item, "conv_backend", &at)?,
+                os: self.parsed(item, "os", &at)?,
+                allocator: self.parsed(item, "allocator", &at)?,
+            };
+            self.reason(item, &at)?;
+            out.push(d);
+        }
+        Ok(out)
+    }
+
+    fn legacy(&mut self, l: &Table) -> Result<Legacy> {
+        self.unknown_keys(l, LEGACY_KEYS, "[legacy]");
+        self.reason(l, "[legacy]")?;
+        let mut k = BTreeMap::new();
+        if let Some(v) = l.get("k") {
+            let kt = v.as_table().ok_or_else(|| self.err("[legacy.k]", "expected a table"))?;
+            for (backend, ops) in kt {
+                let at = format!("[legacy.k.{backend}]");
+                let b: ConvBackend = backend.parse().map_err(|e| self.err(&at, e))?;
+                let ops = ops.as_table().ok_or_else(|| self.err(&at, "expected a table"))?;
+                self.unknown_keys(ops, &["decode", "encode"], &at);
+                let get = |op: &str| match ops.get(op) {
+                    Some(Value::Integer(v)) if *v > 0 => Ok(*v as u64),
+                    _ => Err(self.err(&at, format!("{op}: expected a positive integer"))),
+                };
+                k.insert(b, LegacyK { decode: get("decode")?, encode: get("encode")? });
+            }
+        }
+        let fallback_backend = self.parsed(l, "fallback_backend", "[legacy]")?;
+        if !k.contains_key(&fallback_backend) {
+            bail!(self.err("[legacy]", format!("fallback_backend '{fallback_backend}' has no [legacy.k] entry")));
+        }
+        let mut elem_bytes = BTreeMap::new();
+        if let Some(v) = l.get("elem_bytes") {
+            let et = v.as_table().ok_or_else(|| self.err("[legacy.elem_bytes]", "expected a table"))?;
+            for (d, n) in et {
+                let dt: Dtype = d.parse().map_err(|e| self.err("[legacy.elem_bytes]", e))?;
+                match n {
+                    Value::Integer(v) if *v > 0 => elem_bytes.insert(dt, *v as u64),
+                    _ => bail!(self.err("[legacy.elem_bytes]", format!("{d}: expected a positive integer"))),
+                };
+            }
+        }
+        let tile_factor =
+            self.number(l, "tile_factor", "[legacy]")?.ok_or_else(|| self.err("[legacy]", "missing tile_factor"))?;
+        let mut fp32_extra_mib = BTreeMap::new();
+        if let Some(v) = l.get("fp32_extra_mib") {
+            let ft = v.as_table().ok_or_else(|| self.err("[legacy.fp32_extra_mib]", "expected a table"))?;
+            for (fam, n) in ft {
+                match n {
+                    Value::Integer(v) if *v >= 0 => fp32_extra_mib.insert(fam.clone(), *v as u64),
+                    _ => bail!(self.err("[legacy.fp32_extra_mib]", format!("{fam}: expected a non-negative integer"))),
+                };
+            }
+        }
+        Ok(Legacy { k, fallback_backend, elem_bytes, tile_factor, fp32_extra_mib })
+    }
+
+    fn registry(&mut self, t: &Table) -> Result<Registry> {
+        let mut reg = BTreeMap::new();
+        let Some(v) = t.get("vae") else { return Ok(Registry::default()) };
+        let vt = v.as_table().ok_or_else(|| self.err("[vae]", "expected a table of families"))?;
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (family, entry) in vt {
+            let at = format!("[vae.{family}]");
+            let et = entry.as_table().ok_or_else(|| self.err(&at, "expected a table"))?;
+            self.unknown_keys(et, VAE_KEYS, &at);
+            let models: Vec<String> = match et.get("models") {
+                None => vec![],
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|m| m.as_str().map(str::to_string).ok_or_else(|| self.err(&at, "models: expected strings")))
+                    .collect::<Result<_>>()?,
+                Some(_) => bail!(self.err(&at, "models: expected an array of strings")),
+            };
+            let params = match et.get("params") {
+                None => None,
+                Some(Value::Integer(p)) if *p > 0 => Some(*p as u64),
+                Some(v) => bail!(self.err(&at, format!("params: expected a positive integer, found {v}"))),
+            };
+            for name in std::iter::once(family).chain(models.iter()) {
+                let lower = name.to_ascii_lowercase();
+                if let Some(other) = seen.insert(lower, family.clone()) {
+                    if other != *family || name != family {
+                        bail!(self.err(&at, format!("name '{name}' already names family '{other}'")));
+                    }
+                }
+            }
+            reg.insert(family.clone(), VaeEntry { models, params });
+        }
+        Ok(Registry(reg))
+    }
+
+    fn grid(&self, t: &Table) -> Result<Vec<(u64, u64)>> {
+        let Some(v) = t.get("grid") else {
+            return Ok([512u64, 768, 1024, 1280, 1536, 2048].iter().map(|s| (*s, *s)).collect());
+        };
+        let a = v.as_array().ok_or_else(|| self.err("grid", "expected an array of \"WxH\" strings"))?;
+        a.iter()
+            .map(|s| {
+                s.as_str()
+                    .and_then(|s| crate::units::parse_size(s).ok())
+                    .ok_or_else(|| self.err("grid", format!("expected \"WxH\" with positive integers, found {s}")))
+            })
+            .collect()
+    }
+
+    fn tiles(&self, t: &Table) -> Result<Vec<u32>> {
+        let Some(v) = t.get("tiles") else { return Ok(vec![1024, 768, 512, 256]) };
+        let a = v.as_array().ok_or_else(|| self.err("tiles", "expected an array of integers"))?;
+        let mut tiles: Vec<u32> = a
+            .iter()
+            .map(|x| match x {
+                Value::Integer(i) if *i > 0 && *i <= i64::from(u32::MAX) => Ok(*i as u32),
+                _ => Err(self.err("tiles", format!("expected positive integers, found {x}"))),
+            })
+            .collect::<Result<_>>()?;
+        tiles.sort_unstable_by(|a, b| b.cmp(a));
+        tiles.dedup();
+        Ok(tiles)
+    }
+}
+
+impl Policy {
+    /// Whether lines of this `(conv_backend, allocator)` pair keep their OS.
+    pub fn is_os_specific(&self, backend: ConvBackend, allocator: Allocator) -> bool {
+        is_os_specific(&self.os_specific, backend, allocator)
+    }
+
+    /// The line a point belongs to: its key, with `os = any` unless the
+    /// pair is OS-specific.
+    pub fn line_key(&self, p: &Point) -> LineKey {
+        let mut k = p.key();
+        if !self.is_os_specific(k.conv_backend, k.allocator) {
+            k.os = Os::Any;
+        }
+        k
+    }
+
+    pub fn is_excluded(&self, id: &str) -> bool {
+        self.excludes.iter().any(|e| e.id == id)
+    }
+
+    pub fn is_exception(&self, id: &str) -> bool {
+        self.exceptions.iter().any(|e| e.id == id)
+    }
+
+    /// Excluded or excepted ids that name no point.
+    pub fn unknown_ids(&self, points: &[Point]) -> Vec<Problem> {
+        let ids: BTreeSet<&str> = points.iter().map(|p| p.id.as_str()).collect();
+        let mut out = Vec::new();
+        for e in &self.excludes {
+            if !ids.contains(e.id.as_str()) {
+                out.push(Problem {
+                    code: "unknown-id",
+                    ids: vec![e.id.clone()],
+                    message: format!(
+                        "fits/policy.toml: [[exclude]] id '{}' names no point in measurements/vae.json; \
+                         fix the id or remove the entry",
+                        e.id
+                    ),
+                });
+            }
+        }
+        for e in &self.exceptions {
+            if !ids.contains(e.id.as_str()) {
+                out.push(Problem {
+                    code: "stale-exception",
+                    ids: vec![e.id.clone()],
+                    message: format!(
+                        "fits/policy.toml: [[exception]] id '{}' names no point in measurements/vae.json; \
+                         fix the id or remove the entry",
+                        e.id
+                    ),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Shared with the shipped file, which carries the same pairs.
+pub fn is_os_specific(pairs: &[OsSpecific], backend: ConvBackend, allocator: Allocator) -> bool {
+    pairs.iter().any(|o| o.conv_backend == backend && o.allocator.is_none_or(|a| a == allocator))
+}
+
+/// Reads `fits/policy.toml` under `root`, failing on any problem (fit, emit, ingest).
+pub fn load_strict(root: &std::path::Path) -> Result<Policy> {
+    let path = root.join("fits/policy.toml");
+    let text = crate::fsio::read_text(&path)?;
+    let (policy, problems) = parse(&text, &path.display().to_string())?;
+    if let Some(p) = problems.first() {
+        bail!("{}", p.message);
+    }
+    Ok(policy)
+}

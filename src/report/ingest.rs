@@ -1,0 +1,47 @@
+use super::{grid, Report};
+use crate::commands::ingest::IngestReport;
+
+impl Report for IngestReport {
+    fn table(&self) -> String {
+        let files = self
+            .files
+            .iter()
+            .map(|f| vec![f.file.clone(), f.rows.to_string(), f.added.to_string(), f.unchanged.to_string()])
+            .collect();
+        let lines = self.lines.iter().map(|(k, n)| vec![k.clone(), n.to_string()]).collect();
+        let mut s = grid(&["file", "rows", "added", "unchanged"], files, 1);
+        s.push('\n');
+        s.push_str(&grid(&["line key (vae/op/tile/backend/allocator/os/dtype)", "points"], lines, 1));
+        s.push('\n');
+        if self.check {
+            if self.up_to_date {
+                s.push_str(&format!("{}: up to date ({} points)\n", self.store, self.points));
+            } else {
+                s.push_str(&format!("{}: NOT up to date with these files\n", self.store));
+                if !self.missing.is_empty() {
+                    s.push_str(&format!(
+                        "  {} row(s) not ingested yet: {}\n  run `vramfit ingest` on the same files\n",
+                        self.missing.len(),
+                        self.missing.join(", ")
+                    ));
+                }
+                if !self.orphans.is_empty() {
+                    s.push_str(&format!(
+                        "  {} stored point(s) come from none of these files: {}\n",
+                        self.orphans.len(),
+                        self.orphans.join(", ")
+                    ));
+                }
+            }
+        } else {
+            s.push_str(&format!(
+                "{}: {} points ({} added{})\n",
+                self.store,
+                self.points,
+                self.added,
+                if self.written { "" } else { ", nothing written" }
+            ));
+        }
+        s
+    }
+}

@@ -1,0 +1,85 @@
+//! Rendering: tables for people, JSON for scripts, GitHub annotations and
+//! markdown for CI. Renderers compute nothing; every figure they show was
+//! computed by the core and is in the JSON too.
+
+mod ingest;
+
+mod points;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::{Alignment, Style};
+
+/// Output formats (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human tables (default).
+    Table,
+    /// One JSON document, keys in a stable order.
+    Json,
+    /// GitHub Actions `::error` annotations (verify).
+    Github,
+    /// A markdown table, for pull-request comments (fit, emit, verify).
+    Markdown,
+}
+
+/// A result that can be shown. JSON comes from `Serialize`; the others are
+/// optional and a format a result does not support is a usage error.
+pub trait Report: Serialize {
+    /// The human view.
+    fn table(&self) -> String;
+    /// GitHub annotations, where they make sense.
+    fn github(&self) -> Option<String> {
+        None
+    }
+    /// Markdown, where it makes sense.
+    fn markdown(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Renders a result in the asked format.
+pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String> {
+    let text = match format {
+        Format::Table => Some(r.table()),
+        Format::Json => Some(String::from_utf8(crate::fsio::to_json_bytes(r)?)?),
+        Format::Github => r.github(),
+        Format::Markdown => r.markdown(),
+    };
+    match text {
+        Some(t) => Ok(t),
+        None => bail!("`{command}` has no {format:?} output (use table or json)"),
+    }
+}
+
+/// A rounded table; columns from `right_from` on are right-aligned numbers.
+pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right_from: usize) -> String {
+    let mut b = Builder::default();
+    b.push_record(headers.iter().map(|h| h.to_string()));
+    for r in rows {
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::rounded());
+    if right_from < headers.len() {
+        t.modify(Columns::new(right_from..), Alignment::right());
+    }
+    t.to_string()
+}
+
+/// A markdown table.
+pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s =
+        format!("| {} |\n|{}|\n", headers.join(" | "), headers.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for r in rows {
+        s.push_str(&format!("| {} |\n", r.join(" | ")));
+    }
+    s
+}
+
+/// Bytes as MiB with two decimals, rounded up (never shows less than measured).
+pub fn mib2(bytes: u64) -> String {
+    crate::exact::format_scaled(crate::exact::ceil_div(i128::from(bytes) * 100, i128::from(crate::exact::MIB)), 2)
+}

@@ -1,0 +1,40 @@
+use super::{grid, mib2, Report};
+use crate::commands::points::PointList;
+
+impl Report for PointList {
+    fn table(&self) -> String {
+        let opt = |v: Option<u64>| v.map(mib2).unwrap_or_else(|| "-".into());
+        let rows = self
+            .points
+            .iter()
+            .map(|p| {
+                vec![
+                    p.id.clone(),
+                    p.key().to_string(),
+                    format!("{}x{}x{}", p.width, p.height, p.batch),
+                    p.pixels.to_string(),
+                    mib2(p.demand_bytes),
+                    opt(p.reserved_bytes),
+                    opt(p.allocated_bytes),
+                    opt(p.driver_bytes),
+                ]
+            })
+            .collect();
+        let mut s = grid(
+            &[
+                "id",
+                "key (vae/op/tile/backend/allocator/os/dtype)",
+                "WxHxB",
+                "pixels",
+                "demand MiB",
+                "reserved",
+                "allocated",
+                "driver",
+            ],
+            rows,
+            3,
+        );
+        s.push_str(&format!("\n{} of {} points\n", self.points.len(), self.total));
+        s
+    }
+}

@@ -1,0 +1,71 @@
+//! Sizes typed by people: image sizes (`1024x1024`) and memory amounts
+//! (`20GiB`, `512M`, `1073741824`).
+
+use anyhow::{anyhow, bail, Result};
+
+/// `WxH` (also `W×H` or `W*H`) with positive integers.
+pub fn parse_size(s: &str) -> Result<(u64, u64)> {
+    let t = s.trim();
+    let (w, h) = t
+        .split_once(['x', 'X', '×', '*'])
+        .ok_or_else(|| anyhow!("size '{t}': expected WIDTHxHEIGHT, e.g. 1024x1024"))?;
+    let parse = |v: &str, what: &str| -> Result<u64> {
+        match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("size '{t}': {what} must be a positive integer"),
+        }
+    };
+    Ok((parse(w, "width")?, parse(h, "height")?))
+}
+
+/// A memory amount in bytes: plain bytes, or a number with `KiB`/`MiB`/`GiB`/`TiB`
+/// (`K`/`M`/`G`/`T` and `KB`/`MB`/`GB` are read as the same binary units, as
+/// PyTorch's tools print them). Decimals are exact and round down to whole
+/// bytes, so a budget is never larger than what was typed.
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        u => bail!("'{t}': unknown unit '{u}' (accepted: bytes, KiB, MiB, GiB, TiB; K/M/G/T)"),
+    };
+    let value = crate::exact::parse_decimal(num).map_err(|e| anyhow!("'{t}': {e}"))?;
+    let bytes = value.checked_mul(crate::exact::Ratio::int(1i128 << shift)).map_err(|_| anyhow!("'{t}': too large"))?.floor();
+    u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
+}
+
+/// Bytes as MiB rounded up: how reservations are shown.
+pub fn mib_ceil(bytes: u64) -> u64 {
+    bytes.div_ceil(crate::exact::MIB)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024x768").unwrap(), (1024, 768));
+        assert_eq!(parse_size("1280×720").unwrap(), (1280, 720));
+        assert!(parse_size("0x5").is_err());
+        assert!(parse_size("1024").is_err());
+        assert!(parse_size("-4x4").is_err());
+    }
+
+    #[test]
+    fn byte_amounts() {
+        assert_eq!(parse_bytes("20GiB").unwrap(), 20 << 30);
+        assert_eq!(parse_bytes("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("-1GiB").is_err());
+        assert!(parse_bytes("NaN").is_err());
+        assert!(parse_bytes("3 parsecs").is_err());
+        assert!(parse_bytes("99999999999999999999TiB").is_err());
+    }
+}

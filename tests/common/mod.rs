@@ -1,0 +1,78 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::fs;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// The repository root (where the shipped files live).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    repo().join("tests/fixtures").join(rel)
+}
+
+/// The binary, with every allocator variable cleared so a developer's own
+/// environment never changes a result.
+pub fn vramfit() -> Command {
+    let mut c = Command::cargo_bin("vramfit").expect("binary builds");
+    for v in ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// A scratch root holding copies of the shipped `measurements/` and `fits/`.
+pub fn scratch() -> TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&repo().join("measurements"), &dir.path().join("measurements"));
+    copy_dir(&repo().join("fits"), &dir.path().join("fits"));
+    dir
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Every file under a folder with its bytes, to prove nothing was written.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", stdout_of(out)))
+}

@@ -1,0 +1,370 @@
+//! `vramfit ingest`: bad input is refused with file, line and column and
+//! nothing written; good input is idempotent and order-free.
+
+use crate::common::*;
+use std::fs;
+
+/// Runs `ingest` on a fixture in a scratch root and checks the refusal.
+fn refused(fixture_name: &str, expect_line: &str, expect_in_message: &[&str]) {
+    let root = scratch();
+    let before = snapshot(root.path());
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .arg("ingest")
+        .arg(fixture(&format!("ingest/{fixture_name}")))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{fixture_name}: exit code; stderr: {err}");
+    let located = format!("{fixture_name}:{expect_line}");
+    assert!(err.contains(&located), "{fixture_name}: message must name file:line '{located}': {err}");
+    for part in expect_in_message {
+        assert!(err.contains(part), "{fixture_name}: message must contain '{part}': {err}");
+    }
+    assert_eq!(before, snapshot(root.path()), "{fixture_name}: nothing may be written");
+}
+
+#[test]
+fn missing_required_column() {
+    refused("bad_missing_column.csv", "1", &["op: missing required column"]);
+}
+
+#[test]
+fn missing_every_demand_column() {
+    refused("bad_no_demand_column.csv", "1", &["missing demand column", "reserved_mib"]);
+}
+
+#[test]
+fn zero_size() {
+    refused("bad_width_zero.csv", "3", &["width: '0' is not a positive integer"]);
+}
+
+#[test]
+fn fractional_size() {
+    refused("bad_width_fraction.csv", "3", &["width: '512.5' is not a positive integer"]);
+}
+
+#[test]
+fn negative_batch() {
+    refused("bad_batch_negative.csv", "3", &["batch: '-2' is not a positive integer"]);
+}
+
+#[test]
+fn no_demand_filled() {
+    refused("bad_no_demand.csv", "3", &["no demand", "reserved_mib"]);
+}
+
+#[test]
+fn negative_demand() {
+    refused("bad_negative_demand.csv", "3", &["reserved_mib", "negative"]);
+}
+
+#[test]
+fn non_numeric_demand() {
+    refused("bad_nonnumeric_demand.csv", "3", &["reserved_mib: '12GB': not a decimal number"]);
+}
+
+#[test]
+fn unknown_dtype_lists_accepted() {
+    refused("bad_dtype.csv", "3", &["run_dtype: unknown dtype 'fp8'", "accepted: fp16, bf16, fp32"]);
+}
+
+#[test]
+fn unknown_op_lists_accepted() {
+    refused("bad_op.csv", "3", &["op: unknown op 'upscale'", "accepted: decode, encode"]);
+}
+
+#[test]
+fn unknown_backend_lists_accepted() {
+    refused("bad_backend.csv", "3", &["conv_backend: unknown conv_backend 'vulkan'", "cudnn, miopen, mps, xpu, cpu"]);
+}
+
+#[test]
+fn unknown_allocator_lists_accepted() {
+    refused("bad_allocator.csv", "3", &["allocator: unknown allocator 'pinned'", "cudaMallocAsync"]);
+}
+
+#[test]
+fn unknown_vae_lists_registered() {
+    refused("bad_vae.csv", "3", &["vae: unknown vae 'wan'", "registered: ", "flux1"]);
+}
+
+#[test]
+fn duplicate_id_with_different_content_in_one_file() {
+    refused("bad_duplicate_id.csv", "3", &["duplicate id 't-ok-1'", "bad_duplicate_id.csv:2", "demand_bytes"]);
+}
+
+#[test]
+fn ragged_row() {
+    refused("bad_ragged.csv", "3", &["row has 15 fields, the header has 17"]);
+}
+
+#[test]
+fn empty_file_is_refused() {
+    refused("empty.csv", "1", &["empty file"]);
+}
+
+#[test]
+fn duplicate_id_against_the_store() {
+    let root = scratch();
+    let shipped = fs::read_to_string(repo().join("measurements/raw/invokeai-pr7673-pr7674.csv")).unwrap();
+    let edited = shipped.replacen(",3200,2593,", ",3300,2593,", 1);
+    assert_ne!(shipped, edited);
+    let f = root.path().join("edited.csv");
+    fs::write(&f, edited).unwrap();
+    let before = snapshot(&root.path().join("measurements"));
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("edited.csv:2: id: duplicate id 'pr7673-sdxl-decode-fp16-1024x1024-cudaMallocAsync'"),
+        "{err}"
+    );
+    assert!(err.contains("stored point"), "{err}");
+    assert_eq!(before, snapshot(&root.path().join("measurements")));
+}
+
+#[test]
+fn a_bad_file_after_good_ones_writes_nothing() {
+    let root = scratch();
+    let before = snapshot(root.path());
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest"])
+        .arg(fixture("ingest/good.csv"))
+        .arg(fixture("ingest/bad_dtype.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(before, snapshot(root.path()));
+}
+
+#[test]
+fn header_only_bom_and_crlf_are_accepted() {
+    let root = scratch();
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "ingest"])
+        .arg(fixture("ingest/header_only.csv"))
+        .arg(fixture("ingest/bom_crlf.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    assert_eq!(j["files"][0]["rows"], 0);
+    assert_eq!(j["files"][1]["rows"], 1);
+    assert_eq!(j["files"][1]["added"], 1);
+    assert_eq!(j["points"], 106);
+    let store = fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
+    // The BOM did not leak into the first column name: the row's own id was used.
+    assert!(store.contains("\"id\": \"t-ok-1\""));
+    assert!(!store.contains('\r'));
+}
+
+#[test]
+fn aliases_are_stored_canonically_and_unknown_columns_kept() {
+    let root = scratch();
+    let out =
+        vramfit().arg("--root").arg(root.path()).arg("ingest").arg(fixture("ingest/aliases.csv")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out =
+        vramfit().arg("--root").arg(root.path()).args(["--format", "json", "points", "--id", "p-"]).output().unwrap();
+    let j = json_of(&out);
+    let p = &j["points"][0];
+    assert_eq!(p["vae"], "sd", "model SDXL resolves to the sd family");
+    assert_eq!(p["conv_backend"], "cudnn");
+    assert_eq!(p["allocator"], "cudaMallocAsync");
+    assert_eq!(p["os"], "any");
+    assert_eq!(p["dtype"], "fp32");
+    assert_eq!(p["loaded_dtype"], "fp16");
+    assert_eq!(p["tile"], 0);
+    assert_eq!(p["batch"], 1);
+    assert_eq!(p["pixels"], 1024 * 1024);
+    assert_eq!(p["demand_bytes"], 5_000_000_000u64);
+    assert_eq!(p["metadata"]["harness_commit"], "abc123");
+    assert!(p["id"].as_str().unwrap().starts_with("p-"));
+}
+
+#[test]
+fn demand_is_the_largest_delta_rounded_up_to_bytes() {
+    let root = scratch();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(fixture("ingest/good.csv")).assert().code(0);
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "points", "--id", "t-ok-"])
+        .output()
+        .unwrap();
+    let j = json_of(&out);
+    let pts = j["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 3);
+    // 1100.5 MiB reserved beats 700 MiB allocated.
+    assert_eq!(pts[0]["demand_bytes"], 1100u64 * 1048576 + 524288);
+    assert_eq!(pts[0]["allocated_bytes"], 700u64 * 1048576);
+    assert_eq!(pts[1]["reserved_bytes"], 2400u64 * 1048576);
+    assert_eq!(pts[1]["allocated_bytes"], serde_json::Value::Null);
+    // Size is width × height × batch.
+    assert_eq!(pts[2]["pixels"], 1024 * 1024 * 2);
+}
+
+#[test]
+fn reingest_is_a_no_op_and_check_passes() {
+    let root = scratch();
+    let store = root.path().join("measurements/vae.json");
+    let before = fs::read(&store).unwrap();
+    let raw: Vec<_> = ["invokeai-7785061-rtx4090-linux.csv", "invokeai-pr7673-pr7674.csv"]
+        .iter()
+        .map(|f| root.path().join("measurements/raw").join(f))
+        .collect();
+    let out =
+        vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest"]).args(&raw).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let j = json_of(&out);
+    assert_eq!(j["points"], 105);
+    assert_eq!(j["added"], 0);
+    assert_eq!(j["written"], false);
+    assert_eq!(before, fs::read(&store).unwrap());
+    vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).args(&raw).assert().code(0);
+}
+
+#[test]
+fn check_fails_when_rows_are_not_ingested_or_points_are_orphaned() {
+    let root = scratch();
+    let raw = root.path().join("measurements/raw");
+    let all = [raw.join("invokeai-7785061-rtx4090-linux.csv"), raw.join("invokeai-pr7673-pr7674.csv")];
+    // A file with rows the store lacks: exit 1, and the store untouched.
+    let before = snapshot(root.path());
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest", "--check"])
+        .args(&all)
+        .arg(fixture("ingest/good.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("3 row(s) not ingested yet"), "{}", stdout_of(&out));
+    assert_eq!(before, snapshot(root.path()));
+    // Only one of the two shipped files: the other's points are orphans.
+    let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).arg(&all[0]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("7 stored point(s) come from none of these files"), "{}", stdout_of(&out));
+}
+
+#[test]
+fn output_is_byte_identical_in_any_row_order() {
+    let src = fs::read_to_string(repo().join("measurements/raw/invokeai-7785061-rtx4090-linux.csv")).unwrap();
+    let mut lines: Vec<&str> = src.lines().collect();
+    let header = lines.remove(0);
+    let mut stores = Vec::new();
+    for seed in [1u64, 7, 42] {
+        // A deterministic shuffle (xorshift) of the rows, and the files in reverse order.
+        let mut rows = lines.clone();
+        let mut s = seed;
+        for i in (1..rows.len()).rev() {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            rows.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let root = tempfile::tempdir().unwrap();
+        copy_dir(&repo().join("fits"), &root.path().join("fits"));
+        let f = root.path().join("shuffled.csv");
+        fs::write(&f, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
+        let pr = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+        let mut cmd = vramfit();
+        cmd.arg("--root").arg(root.path()).arg("ingest");
+        if seed % 2 == 1 {
+            cmd.arg(&pr).arg(&f);
+        } else {
+            cmd.arg(&f).arg(&pr);
+        }
+        cmd.assert().code(0);
+        stores.push(fs::read(root.path().join("measurements/vae.json")).unwrap());
+    }
+    assert_eq!(stores[0], stores[1]);
+    assert_eq!(stores[1], stores[2]);
+    assert_eq!(stores[0], fs::read(repo().join("measurements/vae.json")).unwrap(), "the shipped store is canonical");
+}
+
+#[test]
+fn invokeai_importer_matches_the_reshaped_csv() {
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("fits"), &root.path().join("fits"));
+    let raw = repo().join("tests/fixtures/invokeai/all_benchmark_results.json");
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args([
+            "ingest",
+            "--from",
+            "invokeai-benchmark",
+            "--source",
+            "InvokeAI 7785061e vae_benchmarks",
+            "--device",
+            "NVIDIA GeForce RTX 4090",
+            "--conv-backend",
+            "cudnn",
+            "--allocator",
+            "native",
+            "--os",
+            "linux",
+            "--id-prefix",
+            "i7785061",
+            "--runs",
+            "5",
+        ])
+        .arg(&raw)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let imported: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.path().join("measurements/vae.json")).unwrap()).unwrap();
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&fs::read(repo().join("measurements/vae.json")).unwrap()).unwrap();
+    let fields = [
+        "id",
+        "vae",
+        "op",
+        "tile",
+        "conv_backend",
+        "allocator",
+        "os",
+        "dtype",
+        "loaded_dtype",
+        "pixels",
+        "demand_bytes",
+        "reserved_bytes",
+        "allocated_bytes",
+    ];
+    let project = |v: &serde_json::Value| -> Vec<Vec<serde_json::Value>> {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["id"].as_str().unwrap().starts_with("i7785061-"))
+            .map(|p| fields.iter().map(|f| p[*f].clone()).collect())
+            .collect()
+    };
+    let a = project(&imported);
+    let b = project(&shipped);
+    assert_eq!(a.len(), 98);
+    assert_eq!(a, b, "importer and CSV must give the same points");
+}
+
+#[test]
+fn importer_needs_the_facts_the_format_lacks() {
+    let root = scratch();
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest", "--from", "invokeai-benchmark", "--conv-backend", "cudnn", "--allocator", "native"])
+        .arg(fixture("invokeai/all_benchmark_results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("needs --source"));
+}

@@ -1,0 +1,6 @@
+//! The one integration-test binary: every module drives the real `vramfit`
+//! binary (or, where a test must hand in a broken part, the library).
+
+mod common;
+mod ingest;
+mod points;
