@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod exact;
+pub mod fit;
 pub mod fsio;
 pub mod points;
 pub mod policy;

@@ -35,7 +35,8 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
         u => bail!("'{t}': unknown unit '{u}' (accepted: bytes, KiB, MiB, GiB, TiB; K/M/G/T)"),
     };
     let value = crate::exact::parse_decimal(num).map_err(|e| anyhow!("'{t}': {e}"))?;
-    let bytes = value.checked_mul(crate::exact::Ratio::int(1i128 << shift)).map_err(|_| anyhow!("'{t}': too large"))?.floor();
+    let bytes =
+        value.checked_mul(crate::exact::Ratio::int(1i128 << shift)).map_err(|_| anyhow!("'{t}': too large"))?.floor();
     u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
 }
 
