@@ -2,7 +2,7 @@
 VRAMFIT = cargo run --release --quiet --
 RAW = $(wildcard measurements/raw/*.csv)
 
-.PHONY: build test lint ingest ci
+.PHONY: build test lint ingest fit bench ci
 
 build:
 	cargo build --release
@@ -17,6 +17,13 @@ lint:
 # Rebuild measurements/vae.json from measurements/raw/.
 ingest:
 	$(VRAMFIT) ingest $(RAW)
+
+# Re-ingest the raw measurements and re-emit fits/vae.json.
+fit: ingest
+	$(VRAMFIT) emit
+
+bench:
+	cargo bench --bench fit
 
 ci:
 	bash .ci/run

@@ -23,7 +23,7 @@ pub const EXIT_INPUT: u8 = 2;
     name = "vramfit",
     version,
     about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
-    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit points --vae sdxl --op decode\n\n\
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit points --vae sdxl --op decode\n\n\
 Exit codes: 0 success, 1 findings, 2 usage or input error."
 )]
 struct Cli {
@@ -54,6 +54,16 @@ vramfit ingest --from invokeai-benchmark --source URL --conv-backend cudnn --all
 --device 'NVIDIA GeForce RTX 4090' --id-prefix i7785061 all_benchmark_results.json"
     )]
     Ingest(IngestArgs),
+    /// Fit every line of the included points and show it (writes nothing).
+    #[command(
+        after_help = "Examples:\n  vramfit fit\n  vramfit fit --format json | jq '.lines[] | select(.vae == \"sd\")'"
+    )]
+    Fit,
+    /// Write fits/vae.json from the points and the policy; show what changed.
+    #[command(
+        after_help = "Examples:\n  vramfit emit\n  vramfit emit --check    # exit 1 if fits/vae.json is not current"
+    )]
+    Emit(EmitArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -104,6 +114,13 @@ struct IngestArgs {
     /// (invokeai-benchmark) Runs behind each average.
     #[arg(long)]
     runs: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+struct EmitArgs {
+    /// Do not write: exit 1 if the shipped file would change.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +229,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let r = commands::ingest::run(&root, &opts)?;
             emit(&report::render(&r, format, "ingest")?);
             Ok(if opts.check && !r.up_to_date { EXIT_FINDINGS } else { EXIT_OK })
+        }
+        Command::Fit => {
+            let r = commands::fit::run(&root)?;
+            emit(&report::render(&r, format, "fit")?);
+            Ok(EXIT_OK)
+        }
+        Command::Emit(a) => {
+            let r = commands::emit::run(&root, a.check)?;
+            emit(&report::render(&r, format, "emit")?);
+            Ok(if a.check && r.changed { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Points(a) => {
             let f = points::PointFilter {

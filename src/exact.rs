@@ -160,6 +160,23 @@ impl Ratio {
     }
 }
 
+/// Written as an exact decimal where one exists (`0.05`), else `num/den`.
+impl serde::Serialize for Ratio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&exact_decimal(self))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ratio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_decimal(&s)
+            .ok()
+            .or_else(|| Ratio::parse_fraction(&s))
+            .ok_or_else(|| serde::de::Error::custom(format!("'{s}' is not an exact number")))
+    }
+}
+
 impl fmt::Display for Ratio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_fraction_string())

@@ -7,6 +7,7 @@
 //! up this chain.
 
 pub mod cli;
+pub mod coefficients;
 pub mod commands;
 pub mod exact;
 pub mod fit;

@@ -9,7 +9,7 @@ use crate::exact::{policy_number, Ratio};
 use crate::points::{LineKey, Point};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value};
 
@@ -34,7 +34,7 @@ pub struct Carry {
 }
 
 /// A `(conv_backend, allocator)` pair whose lines keep their OS.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OsSpecific {
     pub conv_backend: ConvBackend,
     /// `None` means every allocator of that backend.
@@ -42,7 +42,7 @@ pub struct OsSpecific {
 }
 
 /// The allocator a platform runs when nothing is configured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocatorDefault {
     pub conv_backend: ConvBackend,
     pub os: Os,
@@ -50,14 +50,14 @@ pub struct AllocatorDefault {
 }
 
 /// The k constants of the v1 estimator for one backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LegacyK {
     pub decode: u64,
     pub encode: u64,
 }
 
 /// The previous estimator (SPEC §7): the floor for unmeasured platforms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Legacy {
     pub k: BTreeMap<ConvBackend, LegacyK>,
     /// Backend whose k a backend without its own entry uses.
@@ -70,7 +70,7 @@ pub struct Legacy {
 }
 
 /// One VAE family of the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VaeEntry {
     /// Model names that resolve to this family.
     pub models: Vec<String>,

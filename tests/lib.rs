@@ -2,5 +2,6 @@
 //! binary (or, where a test must hand in a broken part, the library).
 
 mod common;
+mod fit;
 mod ingest;
 mod points;

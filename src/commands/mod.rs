@@ -1,5 +1,8 @@
 //! One module per subcommand: each turns typed options into a result
 //! struct; none of them prints or sees clap.
 
+pub mod emit;
+pub mod fit;
 pub mod ingest;
+pub mod inputs;
 pub mod points;

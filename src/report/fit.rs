@@ -1,1 +1,130 @@
+use super::{grid, markdown_table, Report};
+use crate::commands::emit::EmitReport;
+use crate::commands::fit::{FitLine, FitReport};
 
+fn key(l: &FitLine) -> String {
+    format!("{}/{}/{}/{}/{}/{}/{}", l.vae, l.op, l.tile, l.conv_backend, l.allocator, l.os, l.dtype)
+}
+
+const FIT_HEADERS: &[&str] = &[
+    "line (vae/op/tile/backend/allocator/os/dtype)",
+    "kind",
+    "points",
+    "sizes",
+    "slope B/px",
+    "base MiB",
+    "max ratio",
+    "over bound",
+    "support",
+];
+
+fn fit_rows(r: &FitReport) -> Vec<Vec<String>> {
+    r.lines
+        .iter()
+        .filter(|l| l.kind != "insufficient")
+        .map(|l| {
+            vec![
+                key(l),
+                l.kind.clone(),
+                l.points.len().to_string(),
+                l.distinct_sizes.to_string(),
+                l.slope.clone().unwrap_or_default(),
+                l.base_mib.map(|b| b.to_string()).unwrap_or_default(),
+                l.max_ratio.clone().unwrap_or_else(|| "-".into()),
+                l.over_bound.len().to_string(),
+                if l.support.is_empty() { "-".into() } else { l.support.join(" + ") },
+            ]
+        })
+        .collect()
+}
+
+fn insufficient(r: &FitReport) -> Vec<Vec<String>> {
+    r.lines
+        .iter()
+        .filter(|l| l.kind == "insufficient")
+        .map(|l| vec![key(l), l.points.len().to_string(), l.reason.clone().unwrap_or_default()])
+        .collect()
+}
+
+impl Report for FitReport {
+    fn table(&self) -> String {
+        let mut s = grid(FIT_HEADERS, fit_rows(self), &[2, 3, 4, 5, 6, 7]);
+        s.push('\n');
+        let ins = insufficient(self);
+        if !ins.is_empty() {
+            s.push_str("Not fitted:\n");
+            s.push_str(&grid(&["line", "points", "reason"], ins, &[1]));
+            s.push('\n');
+        }
+        let over: usize = self.lines.iter().map(|l| l.over_bound.len()).sum();
+        s.push_str(&format!(
+            "{} lines fitted or carried, {} not fitted; margin {}, ratio bound {}: {} point(s) over the bound\n",
+            self.lines.iter().filter(|l| l.kind != "insufficient").count(),
+            self.lines.iter().filter(|l| l.kind == "insufficient").count(),
+            self.margin,
+            self.ratio_bound,
+            over
+        ));
+        s
+    }
+
+    fn markdown(&self) -> Option<String> {
+        Some(markdown_table(FIT_HEADERS, &fit_rows(self)))
+    }
+}
+
+const EMIT_HEADERS: &[&str] = &["line", "change", "slope B/px", "base MiB"];
+
+fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
+    let both = |o: Option<String>, n: Option<String>| match (o, n) {
+        (Some(a), Some(b)) if a == b => a,
+        (Some(a), Some(b)) => format!("{a} → {b}"),
+        (Some(a), None) => format!("{a} → -"),
+        (None, Some(b)) => b,
+        (None, None) => "-".into(),
+    };
+    r.changes
+        .iter()
+        .filter(|c| c.change != "unchanged")
+        .map(|c| {
+            let kind = match (&c.old_kind, &c.new_kind) {
+                (Some(a), Some(b)) if a != b => format!("changed ({a} → {b})"),
+                _ => c.change.to_string(),
+            };
+            vec![
+                c.key.clone(),
+                kind,
+                both(c.old_slope.clone(), c.new_slope.clone()),
+                both(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
+            ]
+        })
+        .collect()
+}
+
+impl Report for EmitReport {
+    fn table(&self) -> String {
+        let rows = emit_rows(self);
+        let mut s = String::new();
+        if !rows.is_empty() {
+            s.push_str(&grid(EMIT_HEADERS, rows, &[]));
+            s.push('\n');
+        }
+        let unchanged = self.changes.iter().filter(|c| c.change == "unchanged").count();
+        s.push_str(&match (self.check, self.changed) {
+            (true, false) => format!("{}: up to date ({} lines)\n", self.file, self.changes.len()),
+            (true, true) => format!(
+                "{}: OUT OF DATE: a fresh emit would change it ({} of {} lines unchanged); run `vramfit emit` and commit it\n",
+                self.file,
+                unchanged,
+                self.changes.len()
+            ),
+            (false, false) => format!("{}: unchanged ({} lines)\n", self.file, self.changes.len()),
+            (false, true) => format!("{}: written ({} of {} lines unchanged)\n", self.file, unchanged, self.changes.len()),
+        });
+        s
+    }
+
+    fn markdown(&self) -> Option<String> {
+        Some(markdown_table(EMIT_HEADERS, &emit_rows(self)))
+    }
+}

@@ -9,9 +9,9 @@ impl Report for IngestReport {
             .map(|f| vec![f.file.clone(), f.rows.to_string(), f.added.to_string(), f.unchanged.to_string()])
             .collect();
         let lines = self.lines.iter().map(|(k, n)| vec![k.clone(), n.to_string()]).collect();
-        let mut s = grid(&["file", "rows", "added", "unchanged"], files, 1);
+        let mut s = grid(&["file", "rows", "added", "unchanged"], files, &[1, 2, 3]);
         s.push('\n');
-        s.push_str(&grid(&["line key (vae/op/tile/backend/allocator/os/dtype)", "points"], lines, 1));
+        s.push_str(&grid(&["line key (vae/op/tile/backend/allocator/os/dtype)", "points"], lines, &[1]));
         s.push('\n');
         if self.check {
             if self.up_to_date {

@@ -2,6 +2,7 @@
 //! markdown for CI. Renderers compute nothing; every figure they show was
 //! computed by the core and is in the JSON too.
 
+mod fit;
 mod ingest;
 
 mod points;
@@ -54,8 +55,8 @@ pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String>
     }
 }
 
-/// A rounded table; columns from `right_from` on are right-aligned numbers.
-pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right_from: usize) -> String {
+/// A rounded table; the `right` columns are right-aligned numbers.
+pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
     let mut b = Builder::default();
     b.push_record(headers.iter().map(|h| h.to_string()));
     for r in rows {
@@ -63,8 +64,8 @@ pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right_from: usize) -> Stri
     }
     let mut t = b.build();
     t.with(Style::rounded());
-    if right_from < headers.len() {
-        t.modify(Columns::new(right_from..), Alignment::right());
+    for c in right {
+        t.modify(Columns::single(*c), Alignment::right());
     }
     t.to_string()
 }

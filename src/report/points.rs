@@ -32,7 +32,7 @@ impl Report for PointList {
                 "driver",
             ],
             rows,
-            3,
+            &[3, 4, 5, 6, 7],
         );
         s.push_str(&format!("\n{} of {} points\n", self.points.len(), self.total));
         s

@@ -1,0 +1,46 @@
+//! Benchmarks: the exact fit at 10³, 10⁵ and 10⁶ points on one line, and a
+//! whole `emit` (load, fit, build, serialise) on the shipped data.
+//! Run with `cargo bench --bench fit`.
+
+use std::path::PathBuf;
+use vramfit::fit::{envelope, round, FitPoint};
+
+fn main() {
+    divan::main();
+}
+
+/// A deterministic noisy line: a base of 300 MiB, ~4400 B/px, sizes from
+/// 256² to 4096², with up to 3% noise (xorshift), ids like a real store.
+fn synthetic(n: usize) -> (Vec<(u64, u64)>, Vec<String>) {
+    let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let edge = 256 + (s % 3841);
+        let x = edge * edge;
+        let y = 300 * (1 << 20) + 4400 * x;
+        let noise = (s >> 20) % (y / 33);
+        out.push((x, y - noise));
+    }
+    let ids = (0..n).map(|i| format!("bench-point-{i:07}")).collect();
+    (out, ids)
+}
+
+#[divan::bench(args = [1_000, 100_000, 1_000_000], sample_count = 10)]
+fn fit_one_line(bencher: divan::Bencher, n: usize) {
+    let (xy, ids) = synthetic(n);
+    let pts: Vec<FitPoint> = xy.iter().zip(&ids).map(|((x, y), id)| FitPoint { x: *x, y: *y, id }).collect();
+    let margin = vramfit::exact::Ratio::new(1, 20).unwrap();
+    bencher.bench(|| {
+        let e = envelope(divan::black_box(&pts)).unwrap();
+        round(&e, margin).unwrap()
+    });
+}
+
+#[divan::bench(sample_count = 20)]
+fn emit_shipped_data(bencher: divan::Bencher) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    bencher.bench(|| vramfit::commands::emit::fresh(divan::black_box(&root)).unwrap().1.len());
+}

@@ -1,0 +1,168 @@
+//! Lines from points under the policy: which points each line has, its
+//! fitted or carried values, and how it prices its own points.
+
+use crate::exact::{Ratio, MIB};
+use crate::fit::{self, Envelope, FitPoint, Rounded};
+use crate::points::{LineKey, Point};
+use crate::policy::Policy;
+use anyhow::{anyhow, Result};
+use std::collections::BTreeMap;
+
+/// How a line got its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LineKind {
+    Fitted,
+    Carried,
+    /// Too few distinct sizes: not fitted; its points are priced by the unmeasured rule.
+    Insufficient,
+}
+
+impl LineKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LineKind::Fitted => "fitted",
+            LineKind::Carried => "carried",
+            LineKind::Insufficient => "insufficient",
+        }
+    }
+}
+
+/// One included point of a line, as priced by that line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PricedPoint {
+    pub id: String,
+    pub pixels: u64,
+    pub demand: u64,
+    /// The line's price at the point's size (None for an insufficient line).
+    pub reserve: Option<u64>,
+}
+
+impl PricedPoint {
+    /// `reserve / demand`, exactly.
+    pub fn ratio(&self) -> Option<Ratio> {
+        self.reserve.and_then(|r| Ratio::new(i128::from(r), i128::from(self.demand)).ok())
+    }
+}
+
+/// A line with everything `fit`, `emit` and `verify` need to know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub key: LineKey,
+    pub kind: LineKind,
+    /// Shipped values (None for an insufficient line).
+    pub rounded: Option<Rounded>,
+    /// The unrounded optimum (fitted lines only).
+    pub envelope: Option<Envelope>,
+    /// Included points, sorted by id.
+    pub points: Vec<PricedPoint>,
+    pub distinct_sizes: usize,
+    /// Smallest and largest measured size, pixels.
+    pub size_range: Option<(u64, u64)>,
+    /// Digest of the points behind the line (id, pixels, demand).
+    pub points_digest: String,
+    /// Largest `reserve / demand` over the points.
+    pub max_ratio: Option<Ratio>,
+    /// Points above the ratio bound that are not listed exceptions.
+    pub over_bound: Vec<String>,
+    /// Listed exceptions among this line's points.
+    pub exceptions: Vec<String>,
+    /// Why the line is carried or insufficient.
+    pub reason: Option<String>,
+}
+
+/// Digest of a line's points: SHA-256 over `id\tpixels\tdemand\n`, sorted by id.
+pub fn points_digest(points: &[PricedPoint]) -> String {
+    let mut text = String::new();
+    for p in points {
+        text.push_str(&format!("{}\t{}\t{}\n", p.id, p.pixels, p.demand));
+    }
+    crate::fsio::sha256_tag(text.as_bytes())
+}
+
+/// Groups the included points by line key.
+pub fn group(points: &[Point], policy: &Policy) -> BTreeMap<LineKey, Vec<Point>> {
+    let mut by_key: BTreeMap<LineKey, Vec<Point>> = BTreeMap::new();
+    for p in points.iter().filter(|p| !policy.is_excluded(&p.id)) {
+        by_key.entry(policy.line_key(p)).or_default().push(p.clone());
+    }
+    for v in by_key.values_mut() {
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    by_key
+}
+
+/// Every line: fitted, carried (from the policy, with or without points) and
+/// insufficient, sorted by key.
+pub fn assemble(points: &[Point], policy: &Policy) -> Result<Vec<Line>> {
+    let mut groups = group(points, policy);
+    for c in &policy.carries {
+        groups.entry(c.key.clone()).or_default();
+    }
+    groups.into_iter().map(|(key, pts)| line(key, &pts, policy)).collect()
+}
+
+fn line(key: LineKey, pts: &[Point], policy: &Policy) -> Result<Line> {
+    let mut sizes: Vec<u64> = pts.iter().map(|p| p.pixels).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let carry = policy.carries.iter().find(|c| c.key == key);
+    let (kind, rounded, envelope, reason) = if let Some(c) = carry {
+        let r = Rounded { slope_centi: c.slope_centi, base_mib: c.base_mib };
+        (LineKind::Carried, Some(r), None, Some(c.reason.clone()))
+    } else if sizes.len() >= policy.min_sizes {
+        let fp: Vec<FitPoint> = pts.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect();
+        let env = fit::envelope(&fp).map_err(|e| anyhow!("line {key}: {e}"))?;
+        let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {key}: {e}"))?;
+        (LineKind::Fitted, Some(r), Some(env), None)
+    } else {
+        let why = format!(
+            "{} distinct size(s), {} needed (min_sizes); priced by the unmeasured rule",
+            sizes.len(),
+            policy.min_sizes
+        );
+        (LineKind::Insufficient, None, None, Some(why))
+    };
+    let priced: Vec<PricedPoint> = pts
+        .iter()
+        .map(|p| {
+            let reserve = rounded
+                .map(|r| fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels))
+                .transpose()
+                .map_err(|e| anyhow!("line {key}, point {}: {e}", p.id))?;
+            Ok(PricedPoint { id: p.id.clone(), pixels: p.pixels, demand: p.demand_bytes, reserve })
+        })
+        .collect::<Result<_>>()?;
+    let max_ratio =
+        priced.iter().filter_map(PricedPoint::ratio).max_by(|a, b| a.cmp_exact(b).unwrap_or(std::cmp::Ordering::Equal));
+    let over_bound = priced
+        .iter()
+        .filter(|p| !policy.is_exception(&p.id))
+        .filter(|p| p.ratio().is_some_and(|r| r.cmp_exact(&policy.ratio_bound) == Ok(std::cmp::Ordering::Greater)))
+        .map(|p| p.id.clone())
+        .collect();
+    let exceptions = priced.iter().filter(|p| policy.is_exception(&p.id)).map(|p| p.id.clone()).collect();
+    Ok(Line {
+        key,
+        kind,
+        rounded,
+        envelope,
+        distinct_sizes: sizes.len(),
+        size_range: sizes.first().map(|lo| (*lo, *sizes.last().unwrap_or(lo))),
+        points_digest: points_digest(&priced),
+        points: priced,
+        max_ratio,
+        over_bound,
+        exceptions,
+        reason,
+    })
+}
+
+/// The shipped slope as a decimal with two places.
+pub fn slope_text(slope_centi: u64) -> String {
+    crate::exact::format_scaled(i128::from(slope_centi), 2)
+}
+
+/// MiB shown for a byte count, rounded up.
+pub fn mib_up(bytes: u64) -> u64 {
+    bytes.div_ceil(MIB)
+}

@@ -1,0 +1,261 @@
+//! The shipped coefficient file `fits/vae.json` (SPEC §5): its schema, how
+//! `emit` builds it from the assembled lines, and how it is loaded.
+//!
+//! The file is self-contained: a runtime (a Python app) can price any query
+//! from it alone, with no other vramfit file.
+
+pub mod assemble;
+pub mod emit;
+
+use crate::exact::{exact_decimal, Ratio, MIB};
+use crate::points::LineKey;
+use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy, VaeEntry};
+use crate::vocab::Allocator;
+use anyhow::{anyhow, bail, Result};
+use assemble::{slope_text, Line, LineKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: &str = "vramfit-coefficients";
+pub const VERSION: u32 = 2;
+
+/// Path of the shipped file under a root.
+pub fn path(root: &Path) -> PathBuf {
+    root.join("fits").join("vae.json")
+}
+
+/// The shipped file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoefficientsFile {
+    /// Always `vramfit-coefficients`.
+    pub format: String,
+    /// Schema version (2).
+    pub version: u32,
+    /// Margin applied to the envelope before rounding, exact decimal.
+    pub margin: Ratio,
+    /// Largest allowed `reserve / demand` outside listed exceptions.
+    pub ratio_bound: Ratio,
+    /// Distinct sizes a line needs to be fitted.
+    pub min_sizes: usize,
+    /// Rounding steps of the shipped values.
+    pub resolution: Resolution,
+    /// How a runtime evaluates a line, in words.
+    pub formula: String,
+    /// Fitted and carried lines, sorted by key.
+    pub lines: Vec<ShippedLine>,
+    /// Keys with points but too few sizes: priced by the unmeasured rule.
+    pub insufficient: Vec<InsufficientLine>,
+    /// The rule for a key with no line.
+    pub unmeasured: Unmeasured,
+    /// How a cast's weight growth is added, in words.
+    pub cast_growth: String,
+    /// The previous estimator, the floor of the unmeasured rule.
+    pub legacy: Option<Legacy>,
+    /// VAE families, model names and weight counts.
+    pub registry: BTreeMap<String, VaeEntry>,
+    /// `(conv_backend, allocator)` pairs whose lines keep their OS; a null
+    /// allocator means every allocator.
+    pub os_specific: Vec<OsSpecific>,
+    /// The allocator a platform runs when nothing is configured.
+    pub allocator_defaults: Vec<AllocatorDefault>,
+    /// The allocator when no `allocator_defaults` entry matches.
+    pub default_allocator: Allocator,
+    /// Digests of the inputs this file was emitted from.
+    pub digests: Digests,
+}
+
+/// Rounding steps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// Slopes are multiples of this many bytes per pixel.
+    pub slope_bytes_per_pixel: String,
+    /// Bases are whole multiples of this many bytes (one MiB).
+    pub base_bytes: u64,
+}
+
+/// A fitted or carried line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShippedLine {
+    #[serde(flatten)]
+    pub key: LineKey,
+    /// `fitted` or `carried`.
+    pub kind: String,
+    /// Bytes per pixel, two decimals, rounded up.
+    pub slope: String,
+    /// MiB, rounded up.
+    pub base_mib: u64,
+    /// Included points behind the line.
+    pub points: usize,
+    pub distinct_sizes: usize,
+    /// Smallest and largest measured size in pixels (null: no points).
+    pub size_range: Option<[u64; 2]>,
+    /// Ids of the points that pin the envelope.
+    pub support: Vec<String>,
+    /// `edge`, `origin`, `flat` or `single-size` (fitted lines).
+    pub support_kind: Option<String>,
+    /// The unrounded optimum as exact fractions (fitted lines).
+    pub envelope: Option<ShippedEnvelope>,
+    /// SHA-256 over `id\tpixels\tdemand\n` of the points, sorted by id.
+    pub points_digest: String,
+    /// The included points' ids.
+    pub point_ids: Vec<String>,
+    /// Largest `reserve / demand`, four decimals rounded up (null: no points).
+    pub max_ratio: Option<String>,
+    /// Listed exceptions among the points.
+    pub exceptions: Vec<String>,
+    /// Why a carried line is carried.
+    pub reason: Option<String>,
+}
+
+/// The unrounded envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShippedEnvelope {
+    /// Bytes per pixel, `num/den`.
+    pub slope: String,
+    /// Bytes, `num/den`.
+    pub base: String,
+}
+
+/// A key with points too few to fit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InsufficientLine {
+    #[serde(flatten)]
+    pub key: LineKey,
+    pub points: usize,
+    pub distinct_sizes: usize,
+    pub points_digest: String,
+    pub point_ids: Vec<String>,
+    pub reason: String,
+}
+
+/// The unmeasured-platform rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmeasured {
+    pub rule: String,
+    pub description: String,
+}
+
+/// Input digests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digests {
+    /// SHA-256 of the canonical form of `measurements/vae.json` (points
+    /// sorted by id), so the order points are stored in does not matter.
+    pub points: String,
+    /// SHA-256 of `fits/policy.toml`.
+    pub policy: String,
+}
+
+/// Builds the shipped file from assembled lines.
+pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes: &[u8]) -> CoefficientsFile {
+    let mut shipped = Vec::new();
+    let mut insufficient = Vec::new();
+    for l in lines {
+        let ids: Vec<String> = l.points.iter().map(|p| p.id.clone()).collect();
+        match (l.kind, l.rounded) {
+            (LineKind::Insufficient, _) | (_, None) => insufficient.push(InsufficientLine {
+                key: l.key.clone(),
+                points: l.points.len(),
+                distinct_sizes: l.distinct_sizes,
+                points_digest: l.points_digest.clone(),
+                point_ids: ids,
+                reason: l.reason.clone().unwrap_or_default(),
+            }),
+            (kind, Some(r)) => shipped.push(ShippedLine {
+                key: l.key.clone(),
+                kind: kind.as_str().to_string(),
+                slope: slope_text(r.slope_centi),
+                base_mib: r.base_mib,
+                points: l.points.len(),
+                distinct_sizes: l.distinct_sizes,
+                size_range: l.size_range.map(|(a, b)| [a, b]),
+                support: l.envelope.as_ref().map(|e| e.support.ids()).unwrap_or_default(),
+                support_kind: l.envelope.as_ref().map(|e| e.support.kind().to_string()),
+                envelope: l.envelope.as_ref().map(|e| ShippedEnvelope {
+                    slope: e.slope.to_fraction_string(),
+                    base: e.base.to_fraction_string(),
+                }),
+                points_digest: l.points_digest.clone(),
+                point_ids: ids,
+                max_ratio: l.max_ratio.map(|m| m.to_decimal_ceil(4)),
+                exceptions: l.exceptions.clone(),
+                reason: l.reason.clone(),
+            }),
+        }
+    }
+    CoefficientsFile {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        margin: policy.margin,
+        ratio_bound: policy.ratio_bound,
+        min_sizes: policy.min_sizes,
+        resolution: Resolution { slope_bytes_per_pixel: "0.01".into(), base_bytes: MIB },
+        formula: "reserve_bytes = ceil(slope_centi × pixels / 100) + base_mib × 1048576, where \
+                  slope_centi = slope × 100 (an integer) and pixels = width × height × batch"
+            .into(),
+        lines: shipped,
+        insufficient,
+        unmeasured: Unmeasured {
+            rule: policy.unmeasured.clone(),
+            description: "a key with no line is priced at the largest of every line with the same \
+                          (vae, op, tile, dtype) at the query's size, plus cast growth, and never below \
+                          the legacy estimate"
+                .into(),
+        },
+        cast_growth: "when the run dtype is wider than the loaded dtype, add params × \
+                      (elem(run) − elem(loaded)) bytes (fp16/bf16: 2, fp32: 4)"
+            .into(),
+        legacy: policy.legacy.clone(),
+        registry: policy.registry.0.clone(),
+        os_specific: policy.os_specific.clone(),
+        allocator_defaults: policy.allocator_defaults.clone(),
+        default_allocator: policy.default_allocator,
+        digests: Digests {
+            points: crate::fsio::sha256_tag(points_bytes),
+            policy: crate::fsio::sha256_tag(policy_bytes),
+        },
+    }
+}
+
+/// Parses a shipped file; a different format or version is an error naming both.
+pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
+    let head: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let format = head.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    let version = head.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    if format != FORMAT || version != u64::from(VERSION) {
+        bail!(
+            "{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION} \
+             (re-run `vramfit emit` with this version)"
+        );
+    }
+    serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))
+}
+
+/// Reads a shipped file.
+pub fn load(file: &Path) -> Result<CoefficientsFile> {
+    parse(&crate::fsio::read_text(file)?, &crate::fsio::shown(file))
+}
+
+impl ShippedLine {
+    /// The shipped slope in hundredths of a byte per pixel.
+    pub fn slope_centi(&self) -> Result<u64> {
+        let r = crate::exact::parse_decimal(&self.slope).map_err(|e| anyhow!("line {}: slope: {e}", self.key))?;
+        let c = r.checked_mul(Ratio::int(100))?;
+        if c.den() != 1 {
+            bail!("line {}: slope '{}' has more than two decimals", self.key, self.slope);
+        }
+        u64::try_from(c.num()).map_err(|_| anyhow!("line {}: slope too large", self.key))
+    }
+
+    /// The unrounded envelope, when the file has one.
+    pub fn envelope_values(&self) -> Option<(Ratio, Ratio)> {
+        let e = self.envelope.as_ref()?;
+        Some((Ratio::parse_fraction(&e.slope)?, Ratio::parse_fraction(&e.base)?))
+    }
+}
+
+/// The margin as written, for messages.
+pub fn margin_text(r: &Ratio) -> String {
+    exact_decimal(r)
+}

@@ -1,0 +1,245 @@
+//! The exact upper-envelope fit of SPEC §3. Pure math on sizes and demands:
+//! no I/O, no floating point.
+//!
+//! The envelope `(a, b)` minimises the total over-reservation
+//! `Σ (a·xᵢ + b − yᵢ)` subject to covering every point with `a, b ≥ 0`.
+//! Because the objective is `n·(a·x̄ + b) − Σy`, the optimum is the upper
+//! hull edge above the mean size `x̄`; when that edge would need a negative
+//! base (or slope), the constraint binds and the line pivots on the origin
+//! (or goes flat) through the single binding point.
+
+use crate::exact::{Overflow, Ratio, MAX_BYTES, MAX_PIXELS, MIB};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// One point as the fit sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FitPoint<'a> {
+    /// Size in pixels (`width × height × batch`), positive.
+    pub x: u64,
+    /// Demand in bytes.
+    pub y: u64,
+    /// Point id; breaks ties so the support does not depend on input order.
+    pub id: &'a str,
+}
+
+/// How the envelope is pinned to the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// The hull edge through two points.
+    Edge { left: String, right: String },
+    /// `b < 0` on the hull edge: `b = 0` and the line passes through this point.
+    Origin { point: String },
+    /// `a < 0` on the hull edge: `a = 0` at the highest demand.
+    Flat { point: String },
+    /// Every point has the same size: `b = 0` through the highest demand
+    /// (demand scales with pixels, so this is the cautious extrapolation).
+    SingleSize { point: String },
+}
+
+impl Support {
+    /// The support point ids (two for an edge, one otherwise).
+    pub fn ids(&self) -> Vec<String> {
+        match self {
+            Support::Edge { left, right } => vec![left.clone(), right.clone()],
+            Support::Origin { point } | Support::Flat { point } | Support::SingleSize { point } => vec![point.clone()],
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Support::Edge { .. } => "edge",
+            Support::Origin { .. } => "origin",
+            Support::Flat { .. } => "flat",
+            Support::SingleSize { .. } => "single-size",
+        }
+    }
+}
+
+/// The unrounded optimum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Bytes per pixel.
+    pub slope: Ratio,
+    /// Bytes.
+    pub base: Ratio,
+    pub support: Support,
+}
+
+/// Why a set of points cannot be fitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FitError {
+    NoPoints,
+    ZeroSize { id: String },
+    TooLarge { id: String },
+    Overflow,
+}
+
+impl fmt::Display for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FitError::NoPoints => f.write_str("no points to fit"),
+            FitError::ZeroSize { id } => write!(f, "point {id}: size 0 pixels"),
+            FitError::TooLarge { id } => {
+                write!(f, "point {id}: size above {MAX_PIXELS} pixels or demand above {MAX_BYTES} bytes")
+            }
+            FitError::Overflow => Overflow.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FitError {}
+
+impl From<Overflow> for FitError {
+    fn from(_: Overflow) -> Self {
+        FitError::Overflow
+    }
+}
+
+/// The highest demand at one size, and the smallest id that has it.
+#[derive(Debug, Clone, Copy)]
+struct Vertex<'a> {
+    x: i128,
+    y: i128,
+    id: &'a str,
+}
+
+/// Upper-hull vertices, left to right, from points sorted by x.
+fn upper_hull<'a>(tops: &[Vertex<'a>]) -> Vec<Vertex<'a>> {
+    let mut hull: Vec<Vertex<'a>> = Vec::with_capacity(tops.len().min(64));
+    for &v in tops {
+        while hull.len() >= 2 {
+            let (o, a) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+            // Keep `a` only on a strict right turn; sizes and demands are
+            // bounded so that these products fit comfortably in i128.
+            let cross = (a.x - o.x) * (v.y - o.y) - (a.y - o.y) * (v.x - o.x);
+            if cross >= 0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(v);
+    }
+    hull
+}
+
+/// The highest demand at each distinct size, sorted by size.
+fn tops<'a>(points: &[FitPoint<'a>]) -> Result<Vec<Vertex<'a>>, FitError> {
+    let mut sorted: Vec<&FitPoint<'a>> = points.iter().collect();
+    for p in &sorted {
+        if p.x == 0 {
+            return Err(FitError::ZeroSize { id: p.id.to_string() });
+        }
+        if p.x > MAX_PIXELS || p.y > MAX_BYTES {
+            return Err(FitError::TooLarge { id: p.id.to_string() });
+        }
+    }
+    // Size ascending, demand descending, id ascending: the first of each size wins.
+    sorted.sort_unstable_by(|a, b| a.x.cmp(&b.x).then(b.y.cmp(&a.y)).then(a.id.cmp(b.id)));
+    let mut out: Vec<Vertex<'a>> = Vec::new();
+    for p in sorted {
+        if out.last().is_none_or(|v| v.x != i128::from(p.x)) {
+            out.push(Vertex { x: i128::from(p.x), y: i128::from(p.y), id: p.id });
+        }
+    }
+    Ok(out)
+}
+
+/// The exact envelope of SPEC §3.
+pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
+    if points.is_empty() {
+        return Err(FitError::NoPoints);
+    }
+    let tops = tops(points)?;
+    if tops.len() == 1 {
+        let v = tops[0];
+        return Ok(Envelope {
+            slope: Ratio::new(v.y, v.x)?,
+            base: Ratio::zero(),
+            support: Support::SingleSize { point: v.id.to_string() },
+        });
+    }
+    let hull = upper_hull(&tops);
+    let n = points.len() as u128;
+    let sum_x: u128 = points.iter().map(|p| u128::from(p.x)).sum();
+    // The first edge whose right end is at or past the mean: on a vertex
+    // this is the edge to its left (the steeper one), as SPEC §3 says.
+    let j = (0..hull.len() - 1).find(|&j| n * hull[j + 1].x as u128 >= sum_x).unwrap_or(hull.len() - 2);
+    let (p, q) = (hull[j], hull[j + 1]);
+    let slope = Ratio::new(q.y - p.y, q.x - p.x)?;
+    let base = Ratio::int(p.y).checked_sub(slope.checked_mul(Ratio::int(p.x))?)?;
+    if base.is_negative() {
+        let best = max_by_ratio(&tops)?;
+        return Ok(Envelope {
+            slope: Ratio::new(best.y, best.x)?,
+            base: Ratio::zero(),
+            support: Support::Origin { point: best.id.to_string() },
+        });
+    }
+    if slope.is_negative() {
+        let best = tops.iter().max_by(|a, b| a.y.cmp(&b.y).then(b.x.cmp(&a.x)).then(b.id.cmp(a.id))).copied();
+        let best = best.ok_or(FitError::NoPoints)?;
+        return Ok(Envelope {
+            slope: Ratio::zero(),
+            base: Ratio::int(best.y),
+            support: Support::Flat { point: best.id.to_string() },
+        });
+    }
+    Ok(Envelope { slope, base, support: Support::Edge { left: p.id.to_string(), right: q.id.to_string() } })
+}
+
+/// The point with the largest `y/x`; ties go to the smaller size, then id.
+fn max_by_ratio<'a>(tops: &[Vertex<'a>]) -> Result<Vertex<'a>, FitError> {
+    let mut best = tops[0];
+    for v in &tops[1..] {
+        // v.y/v.x > best.y/best.x  ⇔  v.y·best.x > best.y·v.x (all positive).
+        let ord = (v.y * best.x).cmp(&(best.y * v.x));
+        if ord == Ordering::Greater {
+            best = *v;
+        }
+    }
+    Ok(best)
+}
+
+/// Shipped values: slope in hundredths of a byte per pixel, base in MiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rounded {
+    pub slope_centi: u64,
+    pub base_mib: u64,
+}
+
+/// Applies the margin exactly and rounds both terms up (SPEC §3), so the
+/// rounded line still covers every point.
+pub fn round(env: &Envelope, margin: Ratio) -> Result<Rounded, Overflow> {
+    let grow = Ratio::int(1).checked_add(margin)?;
+    let slope_centi = env.slope.checked_mul(grow)?.checked_mul(Ratio::int(100))?.ceil();
+    let base_mib = env.base.checked_mul(grow)?.checked_div(Ratio::int(i128::from(MIB)))?.ceil();
+    Ok(Rounded {
+        slope_centi: u64::try_from(slope_centi).map_err(|_| Overflow)?,
+        base_mib: u64::try_from(base_mib).map_err(|_| Overflow)?,
+    })
+}
+
+/// `reserve_bytes(x) = ceil(slope_centi × x / 100) + base_mib × 2^20`.
+pub fn reserve_bytes(slope_centi: u64, base_mib: u64, x: u64) -> Result<u64, Overflow> {
+    let per_pixel = crate::exact::ceil_div_u128(u128::from(slope_centi) * u128::from(x), 100);
+    let base = u128::from(base_mib) * u128::from(MIB);
+    u64::try_from(per_pixel.checked_add(base).ok_or(Overflow)?).map_err(|_| Overflow)
+}
+
+/// `a·x + b` on the unrounded envelope.
+pub fn envelope_at(env: &Envelope, x: u64) -> Result<Ratio, Overflow> {
+    env.slope.checked_mul(Ratio::int(i128::from(x)))?.checked_add(env.base)
+}
+
+/// Total over-reservation `Σ (a·xᵢ + b − yᵢ)` of a line over points.
+pub fn total_over(slope: Ratio, base: Ratio, points: &[FitPoint]) -> Result<Ratio, Overflow> {
+    let n = points.len() as i128;
+    let sum_x: i128 = points.iter().map(|p| i128::from(p.x)).sum();
+    let sum_y: i128 = points.iter().map(|p| i128::from(p.y)).sum();
+    slope.checked_mul(Ratio::int(sum_x))?.checked_add(base.checked_mul(Ratio::int(n))?)?.checked_sub(Ratio::int(sum_y))
+}
+
+#[cfg(test)]
+mod tests;
