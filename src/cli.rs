@@ -23,7 +23,7 @@ pub const EXIT_INPUT: u8 = 2;
     name = "vramfit",
     version,
     about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
-    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit points --vae sdxl --op decode\n\n\
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit points --vae sdxl --op decode\n\n\
 Exit codes: 0 success, 1 findings, 2 usage or input error."
 )]
 struct Cli {
@@ -64,6 +64,12 @@ vramfit ingest --from invokeai-benchmark --source URL --conv-backend cudnn --all
         after_help = "Examples:\n  vramfit emit\n  vramfit emit --check    # exit 1 if fits/vae.json is not current"
     )]
     Emit(EmitArgs),
+    /// Prove the shipped coefficients reproduce from the points and every rule holds.
+    #[command(
+        after_help = "Examples:\n  vramfit verify\n  vramfit verify --format github   # ::error annotations for CI\n  vramfit verify --format json\n\n\
+Exit codes: 0 no findings, 1 findings, 2 usage or input error."
+    )]
+    Verify,
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -239,6 +245,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let r = commands::emit::run(&root, a.check)?;
             emit(&report::render(&r, format, "emit")?);
             Ok(if a.check && r.changed { EXIT_FINDINGS } else { EXIT_OK })
+        }
+        Command::Verify => {
+            let r = commands::verify::run(&root)?;
+            emit(&report::render(&r, format, "verify")?);
+            Ok(if r.ok { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Points(a) => {
             let f = points::PointFilter {

@@ -14,6 +14,8 @@ pub mod fit;
 pub mod fsio;
 pub mod points;
 pub mod policy;
+pub mod pricing;
 pub mod report;
 pub mod units;
+pub mod verify;
 pub mod vocab;

@@ -5,3 +5,4 @@ mod common;
 mod fit;
 mod ingest;
 mod points;
+mod verify;

@@ -218,16 +218,23 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
     }
 }
 
-/// Parses a shipped file; a different format or version is an error naming both.
-pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
+/// `Some(message)` when a file is valid JSON of another format or version.
+pub fn version_mismatch(text: &str, file: &str) -> Result<Option<String>> {
     let head: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
     let format = head.get("format").and_then(|v| v.as_str()).unwrap_or("");
     let version = head.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
     if format != FORMAT || version != u64::from(VERSION) {
-        bail!(
-            "{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION} \
-             (re-run `vramfit emit` with this version)"
-        );
+        return Ok(Some(format!(
+            "{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION}"
+        )));
+    }
+    Ok(None)
+}
+
+/// Parses a shipped file; a different format or version is an error naming both.
+pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
+    if let Some(m) = version_mismatch(text, file)? {
+        bail!("{m} (re-run `vramfit emit` with this version)");
     }
     serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))
 }

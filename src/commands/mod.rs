@@ -6,3 +6,4 @@ pub mod fit;
 pub mod ingest;
 pub mod inputs;
 pub mod points;
+pub mod verify;

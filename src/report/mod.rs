@@ -6,6 +6,7 @@ mod fit;
 mod ingest;
 
 mod points;
+mod verify;
 
 use anyhow::{bail, Result};
 use serde::Serialize;

@@ -1,1 +1,86 @@
+use super::{grid, markdown_table, Report};
+use crate::verify::{Finding, VerifyReport};
 
+fn summary(r: &VerifyReport) -> String {
+    format!(
+        "verify: {} lines ({} too thin to fit), {} points ({} included), {} pricings: {} finding(s)",
+        r.lines,
+        r.insufficient,
+        r.points,
+        r.included,
+        r.pricings,
+        r.findings.len()
+    )
+}
+
+fn detail(f: &Finding) -> String {
+    let mut s = f.message.clone();
+    if let (Some(e), Some(x)) = (&f.expected, &f.found) {
+        s.push_str(&format!("\nexpected: {e}\nfound:    {x}"));
+    }
+    s.push_str(&format!("\n→ {}", f.hint));
+    s
+}
+
+impl Report for VerifyReport {
+    fn table(&self) -> String {
+        let mut s = String::new();
+        let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
+        for f in &self.findings {
+            let key = f.line.clone().unwrap_or_else(|| "(whole files)".into());
+            match groups.last_mut() {
+                Some((k, v)) if *k == key => v.push(f),
+                _ => groups.push((key, vec![f])),
+            }
+        }
+        for (key, fs) in groups {
+            s.push_str(&format!("{key}\n"));
+            let rows = fs
+                .iter()
+                .map(|f| vec![f.code.to_string(), f.file.to_string(), f.points.join("\n"), detail(f)])
+                .collect();
+            s.push_str(&grid(&["code", "file", "points", "finding"], rows, &[]));
+            s.push('\n');
+        }
+        s.push_str(&summary(self));
+        s.push('\n');
+        s
+    }
+
+    fn github(&self) -> Option<String> {
+        let esc = |t: &str| t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+        let mut s = String::new();
+        for f in &self.findings {
+            let mut msg = String::new();
+            if let Some(l) = &f.line {
+                msg.push_str(&format!("[{l}] "));
+            }
+            msg.push_str(&detail(f));
+            if !f.points.is_empty() {
+                msg.push_str(&format!("\npoints: {}", f.points.join(", ")));
+            }
+            s.push_str(&format!("::error file={},title=vramfit {}::{}\n", f.file, f.code, esc(&msg)));
+        }
+        s.push_str(&summary(self));
+        s.push('\n');
+        Some(s)
+    }
+
+    fn markdown(&self) -> Option<String> {
+        let rows: Vec<Vec<String>> = self
+            .findings
+            .iter()
+            .map(|f| {
+                vec![
+                    f.code.to_string(),
+                    f.line.clone().unwrap_or_default(),
+                    f.points.join(", "),
+                    detail(f).replace('\n', "<br>"),
+                ]
+            })
+            .collect();
+        let mut s = markdown_table(&["code", "line", "points", "finding"], &rows);
+        s.push_str(&format!("\n{}\n", summary(self)));
+        Some(s)
+    }
+}

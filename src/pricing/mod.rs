@@ -1,0 +1,379 @@
+//! Answering "what would this decode reserve?" (SPEC §6) from the shipped
+//! coefficients. `reserve`, `plan` and `verify` all price through
+//! [`Pricer`], so the check that guards the numbers and the command that
+//! shows them run the same code.
+
+pub mod legacy;
+pub mod platform;
+
+use crate::coefficients::CoefficientsFile;
+use crate::exact::MIB;
+use crate::fit::reserve_bytes;
+use crate::points::LineKey;
+use crate::policy::{is_os_specific, Registry};
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use anyhow::{anyhow, bail, Result};
+use platform::{detect_allocator, detect_os, Detected, EnvSnapshot};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A choice the user may leave to detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice<T> {
+    Auto,
+    Given(T),
+}
+
+/// One question: what would this run reserve?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// A family (`sd`) or a model name (`sdxl`).
+    pub vae: String,
+    pub op: Op,
+    /// Tile edge; 0 = untiled.
+    pub tile: u32,
+    pub width: u64,
+    pub height: u64,
+    pub batch: u64,
+    /// The dtype the VAE runs in, when given.
+    pub dtype: Option<Dtype>,
+    /// The dtype the weights are loaded in (default: the run dtype).
+    pub loaded_dtype: Option<Dtype>,
+    /// The SD nodes' `fp32` switch (family `sd` only).
+    pub fp32: Option<bool>,
+    pub conv_backend: ConvBackend,
+    pub allocator: Choice<Allocator>,
+    pub os: Choice<Os>,
+}
+
+/// Which rule set the price.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The query's own fitted line.
+    FittedLine,
+    /// The query's own carried line.
+    CarriedLine,
+    /// No line for the key: the largest same-(vae, op, tile, dtype) line.
+    UnmeasuredRule,
+    /// No line, and the legacy estimate was higher than any line (or no line exists).
+    LegacyFloor,
+    /// `--legacy`: the v1 estimator alone.
+    Legacy,
+}
+
+impl Rule {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::FittedLine => "fitted line",
+            Rule::CarriedLine => "carried line",
+            Rule::UnmeasuredRule => "unmeasured rule",
+            Rule::LegacyFloor => "legacy floor",
+            Rule::Legacy => "legacy estimator",
+        }
+    }
+}
+
+/// The answer, with everything needed to explain it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Price {
+    /// The reservation, bytes.
+    pub bytes: u64,
+    /// The reservation in MiB, rounded up.
+    pub mib: u64,
+    /// Which rule priced it.
+    pub rule: Rule,
+    /// The query's key (resolved family, run dtype, detected allocator and OS).
+    pub line: LineKey,
+    /// The line whose formula set the price (for the unmeasured rule: the largest one).
+    pub priced_by: Option<LineKey>,
+    /// That line's slope, B/px, two decimals.
+    pub slope: Option<String>,
+    /// That line's base, MiB.
+    pub base_mib: Option<u64>,
+    /// `width × height × batch`.
+    pub pixels: u64,
+    /// The line's price before cast growth, bytes.
+    pub line_bytes: Option<u64>,
+    /// Weight growth of a cast (loaded narrower than run), bytes.
+    pub weight_growth_bytes: u64,
+    /// The legacy estimate, where it was consulted.
+    pub legacy_bytes: Option<u64>,
+    /// Whether `pixels` lies outside the pricing line's measured size range.
+    pub extrapolated: bool,
+    /// The pricing line's measured size range, pixels.
+    pub size_range: Option<[u64; 2]>,
+    /// The dtype the VAE runs in and why.
+    pub run_dtype: Detected<Dtype>,
+    /// The dtype the weights are loaded in.
+    pub loaded_dtype: Dtype,
+    /// The allocator and where it came from.
+    pub allocator: Detected<Allocator>,
+    /// The OS and where it came from.
+    pub os: Detected<Os>,
+    /// Warnings a user should read (extrapolation, …).
+    pub warnings: Vec<String>,
+}
+
+/// Prices a query. Verify takes this as a parameter so a test can hand it a
+/// deliberately broken pricer and see the check catch it.
+pub trait Pricer {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price>;
+}
+
+/// A query's key and how each part of it was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub key: LineKey,
+    pub run: Detected<Dtype>,
+    pub allocator: Detected<Allocator>,
+    pub os: Detected<Os>,
+}
+
+/// One line's shipped values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineCoef {
+    pub slope_centi: u64,
+    pub base_mib: u64,
+    pub carried: bool,
+    pub size_range: Option<[u64; 2]>,
+}
+
+impl LineCoef {
+    pub fn at(&self, pixels: u64) -> Result<u64> {
+        reserve_bytes(self.slope_centi, self.base_mib, pixels).map_err(|e| anyhow!("{e}"))
+    }
+}
+
+/// The shipped coefficients, indexed for pricing.
+#[derive(Debug, Clone)]
+pub struct Coefficients {
+    pub file: CoefficientsFile,
+    pub lines: BTreeMap<LineKey, LineCoef>,
+    /// Which file priced it (a path, or `embedded`).
+    pub source: String,
+}
+
+impl Coefficients {
+    pub fn new(file: CoefficientsFile, source: String) -> Result<Coefficients> {
+        let mut lines = BTreeMap::new();
+        for l in &file.lines {
+            let coef = LineCoef {
+                slope_centi: l.slope_centi()?,
+                base_mib: l.base_mib,
+                carried: l.kind == "carried",
+                size_range: l.size_range,
+            };
+            if lines.insert(l.key.clone(), coef).is_some() {
+                bail!("{source}: line {} appears twice", l.key);
+            }
+        }
+        Ok(Coefficients { file, lines, source })
+    }
+
+    fn registry(&self) -> Registry {
+        Registry(self.file.registry.clone())
+    }
+
+    /// The family a query names; an unknown one lists the known ones.
+    pub fn family(&self, name: &str) -> Result<String> {
+        let reg = self.registry();
+        reg.resolve(name)
+            .map(str::to_string)
+            .ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", reg.describe()))
+    }
+
+    /// The run dtype: `--dtype`; else the SD nodes' `fp32` switch; else the loaded dtype.
+    fn run_dtype(&self, q: &Query, family: &str) -> Result<Detected<Dtype>> {
+        if let Some(f) = q.fp32 {
+            if family != "sd" {
+                bail!("--fp32 is the SD nodes' switch; for family '{family}' give --dtype");
+            }
+            let by_switch = if f { Dtype::Fp32 } else { Dtype::Fp16 };
+            if let Some(d) = q.dtype.filter(|d| *d != by_switch) {
+                bail!("--dtype {d} contradicts --fp32 {f} (an SD node with fp32 = {f} runs {by_switch})");
+            }
+            return Ok(Detected { value: by_switch, from: format!("fp32 = {f} (SD node rule)") });
+        }
+        if let Some(d) = q.dtype {
+            return Ok(Detected { value: d, from: "flag".into() });
+        }
+        if let Some(d) = q.loaded_dtype {
+            return Ok(Detected { value: d, from: "the loaded dtype".into() });
+        }
+        bail!("say which dtype the VAE runs in: --dtype fp16|bf16|fp32 (or --fp32 true|false for SD)")
+    }
+
+    /// The query's line key with dtype, allocator and OS resolved.
+    pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
+        let family = self.family(&q.vae)?;
+        let run = self.run_dtype(q, &family)?;
+        let os = match q.os {
+            Choice::Given(o) => Detected { value: o, from: "flag".into() },
+            Choice::Auto => detect_os(env).ok_or_else(|| anyhow!("cannot tell the host OS; give --os"))?,
+        };
+        let allocator = match q.allocator {
+            Choice::Given(a) => Detected { value: a, from: "flag".into() },
+            Choice::Auto => detect_allocator(
+                q.conv_backend,
+                os.value,
+                env,
+                &self.file.allocator_defaults,
+                self.file.default_allocator,
+            ),
+        };
+        let key_os =
+            if is_os_specific(&self.file.os_specific, q.conv_backend, allocator.value) { os.value } else { Os::Any };
+        let key = LineKey {
+            vae: family,
+            op: q.op,
+            tile: q.tile,
+            conv_backend: q.conv_backend,
+            allocator: allocator.value,
+            os: key_os,
+            dtype: run.value,
+        };
+        Ok(Resolved { key, run, allocator, os })
+    }
+
+    fn growth(&self, family: &str, run: Dtype, loaded: Dtype) -> Result<u64> {
+        if run.elem_bytes() <= loaded.elem_bytes() {
+            return Ok(0);
+        }
+        let params = self.file.registry.get(family).and_then(|e| e.params).ok_or_else(|| {
+            anyhow!(
+                "a {loaded} → {run} cast grows the weights, but family '{family}' has no weight count \
+                 (params) in the registry; add it to fits/policy.toml, or give --loaded-dtype {run}"
+            )
+        })?;
+        Ok(params * (run.elem_bytes() - loaded.elem_bytes()))
+    }
+
+    fn legacy_at(&self, key: &LineKey, pixels: u64) -> Option<u64> {
+        let l = self.file.legacy.as_ref()?;
+        legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, pixels)
+    }
+
+    /// `--legacy`: the v1 estimator alone.
+    pub fn price_legacy(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
+        let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
+        let pixels = pixels(q)?;
+        let bytes = self
+            .legacy_at(&key, pixels)
+            .ok_or_else(|| anyhow!("the legacy table has no value for {key} (no element size for {})", key.dtype))?;
+        Ok(Price {
+            bytes,
+            mib: bytes.div_ceil(MIB),
+            rule: Rule::Legacy,
+            line: key,
+            priced_by: None,
+            slope: None,
+            base_mib: None,
+            pixels,
+            line_bytes: None,
+            weight_growth_bytes: 0,
+            legacy_bytes: Some(bytes),
+            extrapolated: false,
+            size_range: None,
+            loaded_dtype: q.loaded_dtype.unwrap_or(run.value),
+            run_dtype: run,
+            allocator,
+            os,
+            warnings: vec![],
+        })
+    }
+}
+
+fn pixels(q: &Query) -> Result<u64> {
+    if q.width == 0 || q.height == 0 || q.batch == 0 {
+        bail!("width, height and batch must be positive");
+    }
+    q.width
+        .checked_mul(q.height)
+        .and_then(|p| p.checked_mul(q.batch))
+        .filter(|p| *p <= crate::exact::MAX_PIXELS)
+        .ok_or_else(|| anyhow!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch))
+}
+
+impl Pricer for Coefficients {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
+        let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
+        let pixels = pixels(q)?;
+        let loaded = q.loaded_dtype.unwrap_or(run.value);
+        let growth = self.growth(&key.vae, run.value, loaded)?;
+        let (rule, priced_by, coef, line_bytes, legacy) = match self.lines.get(&key) {
+            Some(c) => {
+                let rule = if c.carried { Rule::CarriedLine } else { Rule::FittedLine };
+                (rule, Some(key.clone()), Some(c.clone()), Some(c.at(pixels)?), None)
+            }
+            None => {
+                // The unmeasured rule: the largest line of the same (vae, op, tile, dtype).
+                let mut best: Option<(u64, &LineKey, &LineCoef)> = None;
+                for (k, c) in &self.lines {
+                    if k.vae == key.vae && k.op == key.op && k.tile == key.tile && k.dtype == key.dtype {
+                        let b = c.at(pixels)?;
+                        if best.is_none_or(|(bb, _, _)| b > bb) {
+                            best = Some((b, k, c));
+                        }
+                    }
+                }
+                let legacy = self.legacy_at(&key, pixels);
+                match (best, legacy) {
+                    (None, None) => bail!(
+                        "no coefficient line for {key} and no legacy value: nothing measured for \
+                         {}/{}/tile {}/{} and the legacy table has no element size for {}",
+                        key.vae,
+                        key.op,
+                        key.tile,
+                        key.dtype,
+                        key.dtype
+                    ),
+                    (Some((b, k, c)), Some(l)) if b + growth >= l => {
+                        (Rule::UnmeasuredRule, Some(k.clone()), Some(c.clone()), Some(b), Some(l))
+                    }
+                    (Some((b, k, c)), None) => (Rule::UnmeasuredRule, Some(k.clone()), Some(c.clone()), Some(b), None),
+                    (Some((b, k, c)), Some(l)) => {
+                        (Rule::LegacyFloor, Some(k.clone()), Some(c.clone()), Some(b), Some(l))
+                    }
+                    (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l)),
+                }
+            }
+        };
+        let bytes = match rule {
+            Rule::LegacyFloor => legacy.unwrap_or(0),
+            _ => line_bytes.unwrap_or(0).checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?,
+        };
+        let size_range = coef.as_ref().and_then(|c| c.size_range);
+        let extrapolated = rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| pixels < lo || pixels > hi);
+        let mut warnings = Vec::new();
+        if let (true, Some([lo, hi])) = (extrapolated, size_range) {
+            warnings.push(format!(
+                "{pixels} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
+                priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default()
+            ));
+        }
+        if matches!(rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
+            warnings.push(format!("no line measured for {key}: priced by the {}", rule.as_str()));
+        }
+        Ok(Price {
+            bytes,
+            mib: bytes.div_ceil(MIB),
+            rule,
+            line: key,
+            priced_by,
+            slope: coef.as_ref().map(|c| crate::coefficients::assemble::slope_text(c.slope_centi)),
+            base_mib: coef.as_ref().map(|c| c.base_mib),
+            pixels,
+            line_bytes,
+            weight_growth_bytes: growth,
+            legacy_bytes: legacy,
+            extrapolated,
+            size_range,
+            run_dtype: run,
+            loaded_dtype: loaded,
+            allocator,
+            os,
+            warnings,
+        })
+    }
+}

@@ -1,0 +1,185 @@
+//! Platform detection: which allocator PyTorch would run and on which OS.
+//! Reads an injected [`EnvSnapshot`], never the process environment, so a
+//! developer's own variables never change a test or a check.
+
+use crate::policy::AllocatorDefault;
+use crate::vocab::{Allocator, ConvBackend, Os};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The allocator variables, in the order PyTorch reads them (ROCm reads
+/// `PYTORCH_HIP_ALLOC_CONF` first).
+pub const ALLOC_VARS: &[&str] = &["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"];
+pub const HIP_ALLOC_VAR: &str = "PYTORCH_HIP_ALLOC_CONF";
+
+/// What detection may read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvSnapshot {
+    /// Environment variables (only the allocator ones matter).
+    pub vars: BTreeMap<String, String>,
+    /// The host OS, when known.
+    pub host_os: Option<Os>,
+}
+
+impl EnvSnapshot {
+    /// The real process environment and host; only the CLI calls this.
+    pub fn from_process() -> EnvSnapshot {
+        let mut vars = BTreeMap::new();
+        for v in ALLOC_VARS.iter().chain(std::iter::once(&HIP_ALLOC_VAR)) {
+            if let Ok(val) = std::env::var(v) {
+                vars.insert(v.to_string(), val);
+            }
+        }
+        let host_os = match std::env::consts::OS {
+            "linux" => Some(Os::Linux),
+            "windows" => Some(Os::Windows),
+            "macos" => Some(Os::Macos),
+            _ => None,
+        };
+        EnvSnapshot { vars, host_os }
+    }
+
+    /// A snapshot with one variable set (tests and checks).
+    pub fn with(mut self, var: &str, value: &str) -> EnvSnapshot {
+        self.vars.insert(var.to_string(), value.to_string());
+        self
+    }
+
+    pub fn on(mut self, os: Os) -> EnvSnapshot {
+        self.host_os = Some(os);
+        self
+    }
+}
+
+/// A detected (or given) value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detected<T> {
+    pub value: T,
+    /// `flag`, an environment variable with its value, `policy default …` or `host`.
+    pub from: String,
+}
+
+/// Reads one `*_ALLOC_CONF` value: `backend:cudaMallocAsync` wins; else an
+/// explicit `expandable_segments:True/False`; else nothing (other options
+/// such as `max_split_size_mb` do not choose an allocator).
+pub fn parse_alloc_conf(conf: &str) -> Option<Allocator> {
+    let mut backend_async = false;
+    let mut expandable: Option<bool> = None;
+    for part in conf.split(',') {
+        let Some((k, v)) = part.split_once(':') else { continue };
+        match (k.trim(), v.trim()) {
+            ("backend", "cudaMallocAsync") => backend_async = true,
+            ("expandable_segments", v) if v.eq_ignore_ascii_case("true") => expandable = Some(true),
+            ("expandable_segments", v) if v.eq_ignore_ascii_case("false") => expandable = Some(false),
+            _ => {}
+        }
+    }
+    if backend_async {
+        return Some(Allocator::CudaMallocAsync);
+    }
+    // `backend:native` alone keeps the platform's expandable default.
+    expandable.map(|on| if on { Allocator::ExpandableSegments } else { Allocator::Native })
+}
+
+/// The allocator PyTorch would use on this platform.
+pub fn detect_allocator(
+    backend: ConvBackend,
+    os: Os,
+    env: &EnvSnapshot,
+    defaults: &[AllocatorDefault],
+    fallback: Allocator,
+) -> Detected<Allocator> {
+    let mut order: Vec<&str> = Vec::new();
+    if backend.is_rocm() {
+        order.push(HIP_ALLOC_VAR);
+    }
+    order.extend(ALLOC_VARS);
+    for var in order {
+        if let Some(val) = env.vars.get(var).filter(|v| !v.trim().is_empty()) {
+            if let Some(a) = parse_alloc_conf(val) {
+                return Detected { value: a, from: format!("{var}={val}") };
+            }
+            // The first variable set is the one PyTorch reads; if it names
+            // no allocator, the platform default applies.
+            let d = platform_default(backend, os, defaults, fallback);
+            return Detected { value: d.value, from: format!("{var}={val} names no allocator; {}", d.from) };
+        }
+    }
+    platform_default(backend, os, defaults, fallback)
+}
+
+fn platform_default(
+    backend: ConvBackend,
+    os: Os,
+    defaults: &[AllocatorDefault],
+    fallback: Allocator,
+) -> Detected<Allocator> {
+    match defaults.iter().find(|d| d.conv_backend == backend && d.os == os) {
+        Some(d) => Detected { value: d.allocator, from: format!("platform default for {backend} on {os} (policy)") },
+        None => Detected { value: fallback, from: "nothing configured: PyTorch's default".to_string() },
+    }
+}
+
+/// The host OS from the snapshot.
+pub fn detect_os(env: &EnvSnapshot) -> Option<Detected<Os>> {
+    env.host_os.map(|o| Detected { value: o, from: "host".to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Vec<AllocatorDefault> {
+        vec![AllocatorDefault {
+            conv_backend: ConvBackend::Miopen,
+            os: Os::Windows,
+            allocator: Allocator::ExpandableSegments,
+        }]
+    }
+
+    fn detect(backend: ConvBackend, os: Os, env: &EnvSnapshot) -> Detected<Allocator> {
+        detect_allocator(backend, os, env, &defaults(), Allocator::Native)
+    }
+
+    #[test]
+    fn conf_strings_as_pytorch_reads_them() {
+        assert_eq!(parse_alloc_conf("backend:cudaMallocAsync"), Some(Allocator::CudaMallocAsync));
+        assert_eq!(
+            parse_alloc_conf("expandable_segments:True,max_split_size_mb:512"),
+            Some(Allocator::ExpandableSegments)
+        );
+        assert_eq!(parse_alloc_conf("expandable_segments:False"), Some(Allocator::Native));
+        assert_eq!(parse_alloc_conf("max_split_size_mb:512"), None);
+        assert_eq!(
+            parse_alloc_conf("expandable_segments:True,backend:cudaMallocAsync"),
+            Some(Allocator::CudaMallocAsync)
+        );
+    }
+
+    #[test]
+    fn each_variable_is_read_in_pytorch_order() {
+        let e = EnvSnapshot::default();
+        assert_eq!(detect(ConvBackend::Cudnn, Os::Linux, &e).value, Allocator::Native);
+        let e1 = e.clone().with("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync");
+        assert_eq!(detect(ConvBackend::Cudnn, Os::Linux, &e1).value, Allocator::CudaMallocAsync);
+        let e2 = e1.clone().with("PYTORCH_ALLOC_CONF", "expandable_segments:True");
+        let d = detect(ConvBackend::Cudnn, Os::Linux, &e2);
+        assert_eq!(d.value, Allocator::ExpandableSegments);
+        assert_eq!(d.from, "PYTORCH_ALLOC_CONF=expandable_segments:True");
+        // The HIP variable only counts on ROCm, and there it comes first.
+        let e3 = e2.clone().with("PYTORCH_HIP_ALLOC_CONF", "backend:cudaMallocAsync");
+        assert_eq!(detect(ConvBackend::Cudnn, Os::Linux, &e3).value, Allocator::ExpandableSegments);
+        assert_eq!(detect(ConvBackend::Miopen, Os::Linux, &e3).value, Allocator::CudaMallocAsync);
+    }
+
+    #[test]
+    fn platform_default_applies_when_nothing_chooses() {
+        let e = EnvSnapshot::default();
+        assert_eq!(detect(ConvBackend::Miopen, Os::Windows, &e).value, Allocator::ExpandableSegments);
+        assert_eq!(detect(ConvBackend::Miopen, Os::Linux, &e).value, Allocator::Native);
+        let e1 = e.with("PYTORCH_HIP_ALLOC_CONF", "max_split_size_mb:256");
+        let d = detect(ConvBackend::Miopen, Os::Windows, &e1);
+        assert_eq!(d.value, Allocator::ExpandableSegments);
+        assert!(d.from.contains("names no allocator"));
+    }
+}

@@ -1,0 +1,297 @@
+//! Checks that price through the pricer `reserve` uses: every point is
+//! covered, none is over-reserved beyond the bound, the floor holds, and each
+//! line's own key prices to its own formula.
+
+use super::{Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
+use crate::coefficients::assemble::slope_text;
+use crate::exact::Ratio;
+use crate::fit::reserve_bytes;
+use crate::pricing::platform::{EnvSnapshot, ALLOC_VARS, HIP_ALLOC_VAR};
+use crate::pricing::{Choice, Query, Rule};
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use std::cmp::Ordering;
+
+/// An environment in which PyTorch's detection gives `allocator` on `os`.
+fn env_for(backend: ConvBackend, allocator: Allocator, os: Os) -> EnvSnapshot {
+    let var = if backend.is_rocm() { HIP_ALLOC_VAR } else { ALLOC_VARS[0] };
+    let conf = match allocator {
+        Allocator::Native => "expandable_segments:False",
+        Allocator::CudaMallocAsync => "backend:cudaMallocAsync",
+        Allocator::ExpandableSegments => "expandable_segments:True",
+    };
+    EnvSnapshot::default().with(var, conf).on(os)
+}
+
+pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
+    let policy = &cx.inputs.policy;
+    let mut out = Vec::new();
+    let mut over_bound_ids = std::collections::BTreeSet::new();
+    for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
+        let line = policy.line_key(p).to_string();
+        let q = Query {
+            vae: p.vae.clone(),
+            op: p.op,
+            tile: p.tile,
+            width: p.width,
+            height: p.height,
+            batch: p.batch,
+            dtype: Some(p.dtype),
+            loaded_dtype: None,
+            fp32: None,
+            conv_backend: p.conv_backend,
+            allocator: Choice::Given(p.allocator),
+            os: Choice::Given(p.os),
+        };
+        cx.pricings += 1;
+        let price = match cx.pricer.price(&q, &EnvSnapshot::default()) {
+            Ok(pr) => pr,
+            Err(e) => {
+                out.push(
+                    Finding::new(
+                        "coverage",
+                        SHIPPED_FILE,
+                        format!("point {} cannot be priced: {e:#}", p.id),
+                        "see the message",
+                    )
+                    .line(&line)
+                    .points(vec![p.id.clone()]),
+                );
+                continue;
+            }
+        };
+        if price.bytes < p.demand_bytes {
+            out.push(
+                Finding::new(
+                    "coverage",
+                    SHIPPED_FILE,
+                    format!(
+                        "point {} ({} px) is not covered: {} reserves {} B for a demand of {} B",
+                        p.id,
+                        p.pixels,
+                        price.rule.as_str(),
+                        price.bytes,
+                        p.demand_bytes
+                    ),
+                    "the cache would spill here: run `vramfit emit` so the line covers the point",
+                )
+                .line(&line)
+                .points(vec![p.id.clone()])
+                .values(format!("≥ {}", p.demand_bytes), price.bytes),
+            );
+        }
+        if !matches!(price.rule, Rule::FittedLine | Rule::CarriedLine) {
+            continue;
+        }
+        let ratio = Ratio::new(i128::from(price.bytes), i128::from(p.demand_bytes)).ok();
+        let over = ratio.is_some_and(|r| r.cmp_exact(&policy.ratio_bound) == Ok(Ordering::Greater));
+        let shown = ratio.map(|r| r.to_decimal_ceil(4)).unwrap_or_default();
+        if over {
+            over_bound_ids.insert(p.id.clone());
+        }
+        if over && !policy.is_exception(&p.id) {
+            out.push(
+                Finding::new(
+                    "ratio-bound",
+                    POLICY_FILE,
+                    format!(
+                        "point {} is over-reserved {shown}× by the {} (bound {})",
+                        p.id,
+                        price.rule.as_str(),
+                        crate::exact::exact_decimal(&policy.ratio_bound)
+                    ),
+                    "list it under [[exception]] with a reason, exclude it, or measure the line better",
+                )
+                .line(&line)
+                .points(vec![p.id.clone()])
+                .values(format!("≤ {}", crate::exact::exact_decimal(&policy.ratio_bound)), shown),
+            );
+        }
+    }
+    for e in &policy.exceptions {
+        let exists = cx.inputs.points.iter().any(|p| p.id == e.id);
+        if exists && !over_bound_ids.contains(&e.id) {
+            out.push(
+                Finding::new(
+                    "stale-exception",
+                    POLICY_FILE,
+                    format!("[[exception]] {} is no longer above the ratio bound (or not priced by its line)", e.id),
+                    "remove the exception so the bound guards this point again",
+                )
+                .points(vec![e.id.clone()]),
+            );
+        }
+    }
+    cx.findings.extend(out);
+}
+
+pub(super) fn floor(cx: &mut Ctx) {
+    let Some(legacy) = cx.shipped.legacy.as_ref() else { return };
+    let grid = cx.inputs.policy.grid.clone();
+    let mut out = Vec::new();
+    // Carried lines never price below legacy.
+    for s in cx.shipped.lines.iter().filter(|s| s.kind == "carried") {
+        let Ok(centi) = s.slope_centi() else { continue };
+        for (w, h) in &grid {
+            let x = w * h;
+            let k = &s.key;
+            let Some(l) =
+                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x)
+            else {
+                continue;
+            };
+            let line = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
+            if line < l {
+                out.push(
+                    Finding::new(
+                        "floor",
+                        POLICY_FILE,
+                        format!("carried line {k} prices {w}x{h} at {line} B, below the legacy {l} B"),
+                        "a carried line stands in for a measurement: raise its [[carry]] values to at least legacy",
+                    )
+                    .line(k)
+                    .values(format!("≥ {l}"), line),
+                );
+            }
+        }
+    }
+    // The unmeasured rule never prices below legacy.
+    let mut tiles: Vec<u32> = cx.shipped.lines.iter().map(|l| l.key.tile).collect();
+    tiles.push(0);
+    tiles.sort_unstable();
+    tiles.dedup();
+    let families: Vec<String> = cx.shipped.registry.keys().cloned().collect();
+    let pricer = cx.pricer;
+    for family in &families {
+        for op in Op::ALL {
+            for tile in &tiles {
+                for dtype in Dtype::ALL {
+                    for backend in ConvBackend::ALL {
+                        for os in [Os::Linux, Os::Windows] {
+                            for (w, h) in &grid {
+                                let q = Query {
+                                    vae: family.clone(),
+                                    op: *op,
+                                    tile: *tile,
+                                    width: *w,
+                                    height: *h,
+                                    batch: 1,
+                                    dtype: Some(*dtype),
+                                    loaded_dtype: None,
+                                    fp32: None,
+                                    conv_backend: *backend,
+                                    allocator: Choice::Auto,
+                                    os: Choice::Given(os),
+                                };
+                                let Some(l) = crate::pricing::legacy::legacy_bytes(
+                                    legacy,
+                                    family,
+                                    *op,
+                                    *tile,
+                                    *backend,
+                                    *dtype,
+                                    w * h,
+                                ) else {
+                                    continue;
+                                };
+                                cx.pricings += 1;
+                                let found = pricer.price(&q, &EnvSnapshot::default());
+                                let bad = match &found {
+                                    // A measured line may price below legacy: that is what fitting is for.
+                                    Ok(p) if matches!(p.rule, Rule::FittedLine | Rule::CarriedLine) => false,
+                                    Ok(p) => p.bytes < l,
+                                    Err(_) => true,
+                                };
+                                if bad {
+                                    let found_text = match &found {
+                                        Ok(p) => p.bytes.to_string(),
+                                        Err(e) => format!("error: {e:#}"),
+                                    };
+                                    out.push(
+                                        Finding::new(
+                                            "floor",
+                                            PRICING_CODE,
+                                            format!(
+                                                "the unmeasured rule prices {family}/{op}/{tile}/{backend}/{dtype} on {os} \
+                                                 at {w}x{h} below the legacy estimate"
+                                            ),
+                                            "the unmeasured rule must never go below legacy: fix the pricer",
+                                        )
+                                        .values(format!("≥ {l}"), found_text),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cx.findings.extend(out);
+}
+
+pub(super) fn query_path(cx: &mut Ctx) {
+    let grid = cx.inputs.policy.grid.clone();
+    let mut out = Vec::new();
+    for s in &cx.shipped.lines {
+        let Ok(centi) = s.slope_centi() else { continue };
+        let k = &s.key;
+        let host = if k.os == Os::Any { Os::Linux } else { k.os };
+        let want_rule = if s.kind == "carried" { Rule::CarriedLine } else { Rule::FittedLine };
+        let paths = [
+            ("detected", Choice::Auto, Choice::Auto, env_for(k.conv_backend, k.allocator, host)),
+            ("given", Choice::Given(k.allocator), Choice::Given(host), EnvSnapshot::default()),
+        ];
+        let mut reported = false;
+        for (w, h) in &grid {
+            for batch in [1u64, 2] {
+                for (how, allocator, os, env) in &paths {
+                    if reported {
+                        continue;
+                    }
+                    let x = w * h * batch;
+                    let expected = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
+                    let q = Query {
+                        vae: k.vae.clone(),
+                        op: k.op,
+                        tile: k.tile,
+                        width: *w,
+                        height: *h,
+                        batch,
+                        dtype: Some(k.dtype),
+                        loaded_dtype: None,
+                        fp32: None,
+                        conv_backend: k.conv_backend,
+                        allocator: *allocator,
+                        os: *os,
+                    };
+                    cx.pricings += 1;
+                    let got = cx.pricer.price(&q, env);
+                    let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
+                    if !ok {
+                        let found = match &got {
+                            Ok(p) => format!("{} B by the {} ({})", p.bytes, p.rule.as_str(), p.line),
+                            Err(e) => format!("error: {e:#}"),
+                        };
+                        out.push(
+                            Finding::new(
+                                "query-path",
+                                PRICING_CODE,
+                                format!(
+                                    "pricing {k}'s own key at {w}x{h} batch {batch} ({how} allocator/OS) \
+                                     does not give the line's formula {} B/px × {x} px + {} MiB",
+                                    slope_text(centi),
+                                    s.base_mib
+                                ),
+                                "the pricer drops a term, scales batch wrongly, or ignores allocator/OS detection",
+                            )
+                            .line(k)
+                            .values(format!("{expected} B by the {}", want_rule.as_str()), found),
+                        );
+                        reported = true;
+                    }
+                }
+            }
+        }
+    }
+    cx.findings.extend(out);
+}

@@ -1,0 +1,213 @@
+//! Policy problems, file settings, and whether every line reproduces from
+//! the points it claims.
+
+use super::{Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
+use crate::coefficients::assemble::{slope_text, LineKind};
+use crate::exact::exact_decimal;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) fn policy_problems(cx: &mut Ctx) {
+    for p in &cx.inputs.problems {
+        let hint = match p.code {
+            "unknown-key" => "fix the key's spelling or remove it",
+            _ => "fix the id (see `vramfit points --id …`) or remove the entry",
+        };
+        cx.findings.push(Finding::new(p.code, POLICY_FILE, p.message.clone(), hint).points(p.ids.clone()));
+    }
+}
+
+pub(super) fn settings(cx: &mut Ctx) {
+    let (policy, shipped) = (&cx.inputs.policy, cx.shipped);
+    if policy.margin != shipped.margin {
+        cx.findings.push(
+            Finding::new(
+                "margin",
+                SHIPPED_FILE,
+                format!(
+                    "the shipped margin {} differs from the policy's {}",
+                    exact_decimal(&shipped.margin),
+                    exact_decimal(&policy.margin)
+                ),
+                "run `vramfit emit` (or `make fit`) so the file is built with the policy's margin",
+            )
+            .values(exact_decimal(&policy.margin), exact_decimal(&shipped.margin)),
+        );
+    }
+    for (what, p, s) in [
+        ("ratio_bound", exact_decimal(&policy.ratio_bound), exact_decimal(&shipped.ratio_bound)),
+        ("min_sizes", policy.min_sizes.to_string(), shipped.min_sizes.to_string()),
+    ] {
+        if p != s {
+            cx.findings.push(
+                Finding::new(
+                    "settings",
+                    SHIPPED_FILE,
+                    format!("the shipped {what} {s} differs from the policy's {p}"),
+                    "run `vramfit emit` so the file matches the policy",
+                )
+                .values(p, s),
+            );
+        }
+    }
+    let fresh_points = crate::fsio::sha256_tag(&cx.inputs.points_bytes);
+    let fresh_policy = crate::fsio::sha256_tag(&cx.inputs.policy_bytes);
+    for (what, file, fresh, shipped_digest) in [
+        ("points", POINTS_FILE, fresh_points, &shipped.digests.points),
+        ("policy", POLICY_FILE, fresh_policy, &shipped.digests.policy),
+    ] {
+        if &fresh != shipped_digest {
+            cx.findings.push(
+                Finding::new(
+                    "digest",
+                    file,
+                    format!("fits/vae.json was emitted from a different {what} file than {file}"),
+                    format!("if the change to {file} is intended, run `make fit` and commit fits/vae.json"),
+                )
+                .values(fresh, shipped_digest),
+            );
+        }
+    }
+}
+
+pub(super) fn lines(cx: &mut Ctx) {
+    let fresh: BTreeMap<String, &crate::coefficients::assemble::Line> =
+        cx.fresh.iter().map(|l| (l.key.to_string(), l)).collect();
+    let mut seen = BTreeSet::new();
+    let mut findings = Vec::new();
+    for s in &cx.shipped.lines {
+        let key = s.key.to_string();
+        seen.insert(key.clone());
+        let Some(f) = fresh.get(&key) else {
+            findings.push(
+                Finding::new(
+                    "reproduce",
+                    SHIPPED_FILE,
+                    format!("line {key} is shipped, but no included point or carry produces it now"),
+                    "run `vramfit emit`; if points were removed on purpose, commit the new file",
+                )
+                .line(&key)
+                .points(s.point_ids.clone()),
+            );
+            continue;
+        };
+        points_changed(&mut findings, &key, &s.point_ids, s.points, &s.points_digest, f);
+        match (f.kind, f.rounded) {
+            (LineKind::Fitted | LineKind::Carried, Some(r)) => {
+                let expect = format!("{} {} B/px + {} MiB", f.kind.as_str(), slope_text(r.slope_centi), r.base_mib);
+                let found = format!("{} {} B/px + {} MiB", s.kind, s.slope, s.base_mib);
+                if expect != found {
+                    findings.push(
+                        Finding::new(
+                            "reproduce",
+                            SHIPPED_FILE,
+                            format!("line {key} does not reproduce from the points and the policy"),
+                            "a shipped value was edited by hand, or the inputs changed since `emit`: \
+                             run `vramfit emit` and review the diff",
+                        )
+                        .line(&key)
+                        .values(expect, found),
+                    );
+                }
+            }
+            _ => findings.push(
+                Finding::new(
+                    "reproduce",
+                    SHIPPED_FILE,
+                    format!(
+                        "line {key} is shipped as {}, but its points no longer make a line ({})",
+                        s.kind,
+                        f.reason.clone().unwrap_or_default()
+                    ),
+                    "run `vramfit emit`",
+                )
+                .line(&key)
+                .values(f.kind.as_str(), &s.kind),
+            ),
+        }
+    }
+    for s in &cx.shipped.insufficient {
+        let key = s.key.to_string();
+        seen.insert(key.clone());
+        match fresh.get(&key) {
+            Some(f) => points_changed(&mut findings, &key, &s.point_ids, s.points, &s.points_digest, f),
+            None => findings.push(
+                Finding::new(
+                    "points-changed",
+                    POINTS_FILE,
+                    format!("the points of {key} are gone"),
+                    "run `vramfit emit`",
+                )
+                .line(&key)
+                .points(s.point_ids.clone()),
+            ),
+        }
+        if let Some(f) = fresh.get(&key).filter(|f| f.kind != LineKind::Insufficient) {
+            findings.push(
+                Finding::new(
+                    "reproduce",
+                    SHIPPED_FILE,
+                    format!("{key} is shipped as too thin to fit, but its points now make a {} line", f.kind.as_str()),
+                    "run `vramfit emit`",
+                )
+                .line(&key),
+            );
+        }
+    }
+    for (key, f) in &fresh {
+        if !seen.contains(key) {
+            let code = if f.kind == LineKind::Insufficient { "points-changed" } else { "reproduce" };
+            findings.push(
+                Finding::new(
+                    code,
+                    if code == "reproduce" { SHIPPED_FILE } else { POINTS_FILE },
+                    format!("{key} ({}) follows from the points but is missing from fits/vae.json", f.kind.as_str()),
+                    "new points were added since `emit`: run `vramfit emit` and commit fits/vae.json",
+                )
+                .line(key)
+                .points(f.points.iter().map(|p| p.id.clone()).collect()),
+            );
+        }
+    }
+    cx.findings.extend(findings);
+}
+
+fn points_changed(
+    findings: &mut Vec<Finding>,
+    key: &str,
+    shipped_ids: &[String],
+    shipped_count: usize,
+    shipped_digest: &str,
+    f: &crate::coefficients::assemble::Line,
+) {
+    if shipped_digest == f.points_digest && shipped_count == f.points.len() {
+        return;
+    }
+    let now: BTreeSet<&str> = f.points.iter().map(|p| p.id.as_str()).collect();
+    let then: BTreeSet<&str> = shipped_ids.iter().map(String::as_str).collect();
+    let added: Vec<String> = now.difference(&then).map(|s| s.to_string()).collect();
+    let removed: Vec<String> = then.difference(&now).map(|s| s.to_string()).collect();
+    let what = match (added.is_empty(), removed.is_empty()) {
+        (true, true) => "the same ids, but a point's size or demand was edited".to_string(),
+        _ => format!(
+            "{}{}",
+            if added.is_empty() { String::new() } else { format!("added: {}; ", added.join(", ")) },
+            if removed.is_empty() { String::new() } else { format!("removed or excluded: {}", removed.join(", ")) }
+        ),
+    };
+    let mut ids = added.clone();
+    ids.extend(removed.clone());
+    findings.push(
+        Finding::new(
+            "points-changed",
+            POINTS_FILE,
+            format!("the points behind {key} changed since emit ({})", what.trim_end_matches("; ")),
+            "if the change is intended, run `make fit` and commit both files; otherwise restore measurements/vae.json",
+        )
+        .line(key)
+        .points(ids)
+        .values(
+            format!("{shipped_count} points, {shipped_digest}"),
+            format!("{} points, {}", f.points.len(), f.points_digest),
+        ),
+    );
+}

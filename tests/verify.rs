@@ -1,0 +1,373 @@
+//! The tamper matrix: each case copies the shipped files to a scratch root,
+//! makes one mistake, runs verify and expects exit 1 with its own code.
+
+use crate::common::*;
+use std::fs;
+use std::path::Path;
+use vramfit::pricing::platform::EnvSnapshot;
+use vramfit::pricing::{Choice, Coefficients, Price, Pricer, Query};
+use vramfit::vocab::{Allocator, Os};
+
+fn verify_json(root: &Path) -> (i32, serde_json::Value) {
+    let out = vramfit().arg("--root").arg(root).args(["--format", "json", "verify"]).output().unwrap();
+    (out.status.code().unwrap(), json_of(&out))
+}
+
+fn codes(j: &serde_json::Value) -> Vec<String> {
+    j["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap().to_string()).collect()
+}
+
+/// Runs verify on a root and expects exit 1 with `code` among the findings.
+fn caught(root: &Path, code: &str) -> serde_json::Value {
+    let (rc, j) = verify_json(root);
+    assert_eq!(rc, 1, "verify must fail; findings: {:?}", codes(&j));
+    assert!(codes(&j).iter().any(|c| c == code), "expected '{code}' in {:?}", codes(&j));
+    j
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} does not contain {from:?}", path.display());
+    fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+fn emit(root: &Path) {
+    let out = vramfit().arg("--root").arg(root).arg("emit").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn the_untouched_copy_passes() {
+    let root = scratch();
+    let (rc, j) = verify_json(root.path());
+    assert_eq!(rc, 0, "{:?}", j["findings"]);
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["points"], 105);
+    assert!(j["pricings"].as_u64().unwrap() > 1000);
+    let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
+    assert!(stdout_of(&out).contains("0 finding(s)"));
+}
+
+#[test]
+fn slope_edited_by_a_hundredth() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"slope\": \"4452.00\"", "\"slope\": \"4452.01\"");
+    let j = caught(root.path(), "reproduce");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "reproduce").unwrap();
+    assert_eq!(f["line"], "sd/decode/0/cudnn/native/any/fp16");
+    assert_eq!(f["expected"], "fitted 4452.00 B/px + 36 MiB");
+    assert_eq!(f["found"], "fitted 4452.01 B/px + 36 MiB");
+    assert_eq!(f["file"], "fits/vae.json");
+}
+
+#[test]
+fn base_edited() {
+    let root = scratch();
+    let path = root.path().join("fits/vae.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let at = text.find("\"slope\": \"4452.00\"").unwrap();
+    let rest = &text[at..];
+    let base_at = at + rest.find("\"base_mib\": 36").unwrap();
+    let edited = format!("{}\"base_mib\": 35{}", &text[..base_at], &text[base_at + "\"base_mib\": 36".len()..]);
+    fs::write(&path, edited).unwrap();
+    let j = caught(root.path(), "reproduce");
+    // A lower base also leaves the support points short of the margin.
+    assert!(codes(&j).contains(&"certificate".to_string()));
+}
+
+#[test]
+fn envelope_edited_breaks_the_certificate() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"base\": \"37748736\"", "\"base\": \"37748735\"");
+    let j = caught(root.path(), "certificate");
+    let msgs: Vec<&str> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "certificate")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(msgs.iter().any(|m| m.contains("does not lie on the envelope")), "{msgs:?}");
+    assert!(msgs.iter().any(|m| m.contains("lies above the envelope")), "{msgs:?}");
+}
+
+#[test]
+fn carried_stand_in_below_legacy() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap().replace("7500.25", "1.00");
+    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    emit(root.path());
+    let j = caught(root.path(), "floor");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "floor").unwrap();
+    assert_eq!(f["line"], "sd/decode/0/miopen/native/linux/fp16");
+    assert_eq!(f["file"], "fits/policy.toml");
+}
+
+#[test]
+fn a_carried_line_at_or_above_legacy_passes() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap();
+    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    emit(root.path());
+    let (rc, j) = verify_json(root.path());
+    assert_eq!(rc, 0, "{:?}", j["findings"]);
+}
+
+fn store_without(root: &Path, id: &str) {
+    let path = root.join("measurements/vae.json");
+    let mut store: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let pts = store["points"].as_array_mut().unwrap();
+    let before = pts.len();
+    pts.retain(|p| p["id"] != id);
+    assert_eq!(pts.len(), before - 1);
+    fs::write(&path, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
+}
+
+#[test]
+fn point_deleted_from_the_store() {
+    let root = scratch();
+    store_without(root.path(), "i7785061-flux1-decode-fp16-768x768");
+    let j = caught(root.path(), "points-changed");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "points-changed").unwrap();
+    assert_eq!(f["line"], "flux1/decode/0/cudnn/native/any/fp16");
+    assert_eq!(f["points"][0], "i7785061-flux1-decode-fp16-768x768");
+    assert_eq!(f["file"], "measurements/vae.json");
+}
+
+#[test]
+fn point_added_above_a_line() {
+    let root = scratch();
+    let f = root.path().join("high.csv");
+    fs::write(
+        &f,
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+         high-1,test,cudnn,native,linux,flux1,decode,0,bf16,1280,1280,1,12000\n",
+    )
+    .unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    let j = caught(root.path(), "coverage");
+    assert!(codes(&j).contains(&"points-changed".to_string()));
+    let cov = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "coverage").unwrap();
+    assert_eq!(cov["points"][0], "high-1");
+    assert_eq!(cov["line"], "flux1/decode/0/cudnn/native/any/bf16");
+}
+
+#[test]
+fn demand_edited_in_the_store() {
+    let root = scratch();
+    let path = root.path().join("measurements/vae.json");
+    let mut store: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    for p in store["points"].as_array_mut().unwrap() {
+        if p["id"] == "i7785061-sd15-encode-fp16-512x512" {
+            let d = p["demand_bytes"].as_u64().unwrap();
+            p["demand_bytes"] = serde_json::json!(d - 1_000_000);
+        }
+    }
+    fs::write(&path, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
+    let j = caught(root.path(), "points-changed");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "points-changed").unwrap();
+    assert_eq!(f["line"], "sd/encode/0/cudnn/native/any/fp16");
+    assert!(f["message"].as_str().unwrap().contains("size or demand was edited"));
+}
+
+#[test]
+fn margin_changed_in_the_shipped_file() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"margin\": \"0.05\"", "\"margin\": \"0.04\"");
+    let j = caught(root.path(), "margin");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "margin").unwrap();
+    assert_eq!(f["expected"], "0.05");
+    assert_eq!(f["found"], "0.04");
+}
+
+#[test]
+fn margin_changed_in_the_policy_only() {
+    let root = scratch();
+    edit(&root.path().join("fits/policy.toml"), "margin = 0.05", "margin = 0.06");
+    let j = caught(root.path(), "margin");
+    assert!(codes(&j).contains(&"reproduce".to_string()));
+}
+
+/// A policy with a tighter bound and every point over it listed as an
+/// exception; verify passes on it before the mistake is made.
+fn with_exceptions(root: &Path) -> Vec<String> {
+    let policy = root.join("fits/policy.toml");
+    edit(&policy, "ratio_bound = 1.3", "ratio_bound = 1.2");
+    let fit = json_of(&vramfit().arg("--root").arg(root).args(["--format", "json", "fit"]).output().unwrap());
+    let over: Vec<String> = fit["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["over_bound"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()))
+        .collect();
+    assert!(over.len() >= 2, "{over:?}");
+    let mut text = fs::read_to_string(&policy).unwrap();
+    for id in &over {
+        text.push_str(&format!("\n[[exception]]\nid = \"{id}\"\nreason = \"over 1.2 on the published data\"\n"));
+    }
+    fs::write(&policy, text).unwrap();
+    emit(root);
+    let (rc, j) = verify_json(root);
+    assert_eq!(rc, 0, "{:?}", j["findings"]);
+    over
+}
+
+#[test]
+fn exception_removed_leaves_a_point_over_the_bound() {
+    let root = scratch();
+    let over = with_exceptions(root.path());
+    let policy = root.path().join("fits/policy.toml");
+    let block = format!("\n[[exception]]\nid = \"{}\"\nreason = \"over 1.2 on the published data\"\n", over[0]);
+    edit(&policy, &block, "");
+    emit(root.path());
+    let j = caught(root.path(), "ratio-bound");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "ratio-bound").unwrap();
+    assert_eq!(f["points"][0], over[0].as_str());
+    assert_eq!(f["file"], "fits/policy.toml");
+}
+
+#[test]
+fn stale_exception() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(
+        &policy,
+        format!("{text}\n[[exception]]\nid = \"i7785061-flux1-decode-fp16-1024x1024\"\nreason = \"was high once\"\n"),
+    )
+    .unwrap();
+    emit(root.path());
+    let j = caught(root.path(), "stale-exception");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "stale-exception").unwrap();
+    assert_eq!(f["points"][0], "i7785061-flux1-decode-fp16-1024x1024");
+}
+
+#[test]
+fn excluded_id_that_names_no_point() {
+    let root = scratch();
+    edit(
+        &root.path().join("fits/policy.toml"),
+        "id = \"i7785061-sd15-encode-fp16-1536x1536\"",
+        "id = \"i7785061-sd15-encode-fp16-1536x1563\"",
+    );
+    let j = caught(root.path(), "unknown-id");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "unknown-id").unwrap();
+    assert_eq!(f["points"][0], "i7785061-sd15-encode-fp16-1536x1563");
+    // The tiled encode it should have excluded is now in the line and over-reserved.
+    assert!(codes(&j).contains(&"points-changed".to_string()));
+}
+
+#[test]
+fn unknown_policy_key() {
+    let root = scratch();
+    edit(&root.path().join("fits/policy.toml"), "min_sizes = 3", "min_sizes = 3\nmin_size = 4");
+    let j = caught(root.path(), "unknown-key");
+    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "unknown-key").unwrap();
+    assert!(f["message"].as_str().unwrap().contains("'min_size'"));
+}
+
+#[test]
+fn version_mismatch() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"version\": 2", "\"version\": 1");
+    let j = caught(root.path(), "version");
+    assert_eq!(codes(&j), vec!["version"]);
+}
+
+#[test]
+fn github_format_annotates_the_file() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"slope\": \"4452.00\"", "\"slope\": \"4452.01\"");
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "github", "verify"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let s = stdout_of(&out);
+    let line = s.lines().find(|l| l.contains("title=vramfit reproduce")).unwrap();
+    assert!(
+        line.starts_with("::error file=fits/vae.json,title=vramfit reproduce::[sd/decode/0/cudnn/native/any/fp16]"),
+        "{line}"
+    );
+    assert!(!line.contains('\n'));
+}
+
+// --- Broken pricers: verify takes the pricer as a parameter -----------------
+
+/// The shipped data plus lines for a non-default allocator and per-OS ROCm
+/// lines, so that ignoring the allocator or the OS changes a price.
+fn platform_root() -> tempfile::TempDir {
+    let root = scratch();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(fixture("verify/platforms.csv")).assert().code(0);
+    emit(root.path());
+    root
+}
+
+struct DropBase(Coefficients);
+impl Pricer for DropBase {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let mut p = self.0.price(q, env)?;
+        p.bytes -= p.base_mib.unwrap_or(0) * 1_048_576;
+        Ok(p)
+    }
+}
+
+struct IgnoreBatch(Coefficients);
+impl Pricer for IgnoreBatch {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        self.0.price(&Query { batch: 1, ..q.clone() }, env)
+    }
+}
+
+struct IgnoreAllocator(Coefficients);
+impl Pricer for IgnoreAllocator {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        self.0.price(&Query { allocator: Choice::Given(Allocator::Native), ..q.clone() }, env)
+    }
+}
+
+struct IgnoreOs(Coefficients);
+impl Pricer for IgnoreOs {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        self.0.price(&Query { os: Choice::Given(Os::Linux), ..q.clone() }, env)
+    }
+}
+
+fn query_path_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
+    let real = vramfit::commands::verify::run(root).unwrap();
+    assert!(real.ok, "the real pricer passes: {:?}", real.findings);
+    let broken = vramfit::commands::verify::run_with(root, make).unwrap();
+    assert!(!broken.ok);
+    let lines: Vec<String> =
+        broken.findings.iter().filter(|f| f.code == "query-path").filter_map(|f| f.line.clone()).collect();
+    assert!(!lines.is_empty(), "query-path must catch it: {:?}", broken.findings);
+    lines
+}
+
+#[test]
+fn pricer_that_drops_the_base() {
+    let root = scratch();
+    let lines = query_path_caught(root.path(), &|c| Box::new(DropBase(c)));
+    assert!(lines.contains(&"sd/decode/0/cudnn/native/any/fp16".to_string()));
+}
+
+#[test]
+fn pricer_that_ignores_batch() {
+    let root = scratch();
+    let lines = query_path_caught(root.path(), &|c| Box::new(IgnoreBatch(c)));
+    assert_eq!(lines.len(), 12, "every line: {lines:?}");
+}
+
+#[test]
+fn pricer_that_ignores_the_allocator() {
+    let root = platform_root();
+    let lines = query_path_caught(root.path(), &|c| Box::new(IgnoreAllocator(c)));
+    assert!(lines.contains(&"flux1/decode/0/cudnn/cudaMallocAsync/any/fp16".to_string()), "{lines:?}");
+    assert!(lines.contains(&"flux1/decode/0/miopen/expandable_segments/windows/fp16".to_string()), "{lines:?}");
+}
+
+#[test]
+fn pricer_that_ignores_the_os() {
+    let root = platform_root();
+    let lines = query_path_caught(root.path(), &|c| Box::new(IgnoreOs(c)));
+    assert!(lines.contains(&"flux1/decode/0/miopen/native/windows/fp16".to_string()), "{lines:?}");
+}
