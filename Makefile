@@ -2,7 +2,7 @@
 VRAMFIT = cargo run --release --quiet --
 RAW = $(wildcard measurements/raw/*.csv)
 
-.PHONY: build test lint ingest fit bench ci
+.PHONY: build test lint ingest fit bench mutants ci
 
 build:
 	cargo build --release
@@ -27,3 +27,7 @@ bench:
 
 ci:
 	bash .ci/run
+
+# Mutation testing of the fit and verify modules (cargo install cargo-mutants).
+mutants:
+	cargo mutants --no-shuffle

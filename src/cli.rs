@@ -2,8 +2,10 @@
 //! never sees clap. Exit codes are a contract: 0 success, 1 findings (a
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
-use crate::commands::{self, ingest, points};
+use crate::commands::{self, ingest, points, reserve};
 use crate::points::invokeai::InvokeaiContext;
+use crate::pricing::platform::EnvSnapshot;
+use crate::pricing::{Choice, Query};
 use crate::report::{self, Format};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -23,13 +25,14 @@ pub const EXIT_INPUT: u8 = 2;
     name = "vramfit",
     version,
     about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
-    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit points --vae sdxl --op decode\n\n\
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  vramfit points --vae sdxl --op decode\n\n\
 Exit codes: 0 success, 1 findings, 2 usage or input error."
 )]
 struct Cli {
-    /// Folder holding measurements/ and fits/.
-    #[arg(long, global = true, default_value = ".", value_name = "DIR")]
-    root: PathBuf,
+    /// Folder holding measurements/ and fits/ [default: the current folder;
+    /// `reserve` and `plan` use the compiled-in coefficients unless given].
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
     format: FormatArg,
@@ -70,6 +73,13 @@ vramfit ingest --from invokeai-benchmark --source URL --conv-backend cudnn --all
 Exit codes: 0 no findings, 1 findings, 2 usage or input error."
     )]
     Verify,
+    /// What would this decode or encode reserve? Priced from the shipped coefficients.
+    #[command(after_help = "Examples:\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  \
+vramfit reserve sdxl decode 1024x1024 --fp32 false --loaded-dtype fp32\n  \
+vramfit reserve sdxl decode 1024x1024 --dtype fp32 --backend miopen --allocator auto --os windows\n  \
+vramfit reserve flux1 decode 1024x1024 --dtype bf16 --legacy\n  \
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync vramfit reserve sd15 decode 512x512 --dtype fp32 --format json")]
+    Reserve(ReserveArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -120,6 +130,56 @@ struct IngestArgs {
     /// (invokeai-benchmark) Runs behind each average.
     #[arg(long)]
     runs: Option<u32>,
+}
+
+/// What to price: shared by `reserve` and `plan`.
+#[derive(Args, Debug, Clone)]
+pub struct QueryArgs {
+    /// Model or family (sdxl, sd15, sd, flux1, …).
+    #[arg(value_name = "MODEL")]
+    model: String,
+    /// decode or encode.
+    #[arg(value_name = "OP")]
+    op: Op,
+    /// Output size (decode) or input size (encode), WIDTHxHEIGHT.
+    #[arg(value_name = "WxH")]
+    size: String,
+    /// Images in the batch.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    /// Tile edge in pixels (0 = untiled).
+    #[arg(long, default_value_t = 0)]
+    tile: u32,
+    /// The dtype the VAE runs in (fp16, bf16, fp32, or PyTorch names).
+    #[arg(long)]
+    dtype: Option<Dtype>,
+    /// The dtype the weights are loaded in (default: the run dtype).
+    #[arg(long)]
+    loaded_dtype: Option<Dtype>,
+    /// SD nodes' switch: false runs fp16 whatever the loaded dtype, true runs fp32.
+    #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+    fp32: Option<bool>,
+    /// cudnn (CUDA), miopen (ROCm), mps, xpu or cpu.
+    #[arg(long = "backend", alias = "conv-backend", default_value = "cudnn")]
+    backend: ConvBackend,
+    /// auto (read PYTORCH_*_ALLOC_CONF as PyTorch does), native, cudaMallocAsync, expandable_segments.
+    #[arg(long, default_value = "auto")]
+    allocator: String,
+    /// auto (the host), linux, windows or macos.
+    #[arg(long, default_value = "auto")]
+    os: String,
+    /// A coefficients file to price with (default: fits/vae.json under --root, else the compiled-in copy).
+    #[arg(long, value_name = "FILE")]
+    coefficients: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ReserveArgs {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// Price with the previous (v1) estimator instead.
+    #[arg(long)]
+    legacy: bool,
 }
 
 #[derive(Args, Debug)]
@@ -226,9 +286,46 @@ fn emit(text: &str) {
     }
 }
 
+/// The query and the coefficients it is priced with.
+fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
+    let (width, height) = crate::units::parse_size(&a.size)?;
+    let allocator = match a.allocator.trim() {
+        "auto" => Choice::Auto,
+        other => Choice::Given(other.parse::<Allocator>()?),
+    };
+    let os = match a.os.trim() {
+        "auto" => Choice::Auto,
+        other => Choice::Given(other.parse::<Os>()?),
+    };
+    if a.batch == 0 {
+        anyhow::bail!("--batch must be at least 1");
+    }
+    let q = Query {
+        vae: a.model.clone(),
+        op: a.op,
+        tile: a.tile,
+        width,
+        height,
+        batch: a.batch,
+        dtype: a.dtype,
+        loaded_dtype: a.loaded_dtype,
+        fp32: a.fp32,
+        conv_backend: a.backend,
+        allocator,
+        os,
+    };
+    let source = match (&a.coefficients, root) {
+        (Some(f), _) => reserve::CoefficientSource::File(f.clone()),
+        (None, Some(r)) => reserve::CoefficientSource::File(crate::coefficients::path(r)),
+        (None, None) => reserve::CoefficientSource::Embedded,
+    };
+    Ok((q, source))
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let format: Format = cli.format.into();
-    let root = cli.root;
+    let explicit_root = cli.root.clone();
+    let root = cli.root.unwrap_or_else(|| PathBuf::from("."));
     match cli.command {
         Command::Ingest(a) => {
             let opts = ingest_options(a)?;
@@ -250,6 +347,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let r = commands::verify::run(&root)?;
             emit(&report::render(&r, format, "verify")?);
             Ok(if r.ok { EXIT_OK } else { EXIT_FINDINGS })
+        }
+        Command::Reserve(a) => {
+            let (q, source) = query_of(&a.query, &explicit_root)?;
+            let r = commands::reserve::run(&source, &q, &EnvSnapshot::from_process(), a.legacy)?;
+            emit(&report::render(&r, format, "reserve")?);
+            Ok(EXIT_OK)
         }
         Command::Points(a) => {
             let f = points::PointFilter {

@@ -5,4 +5,5 @@ mod common;
 mod fit;
 mod ingest;
 mod points;
+mod reserve;
 mod verify;

@@ -18,6 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "vramfit-coefficients";
+
+/// The shipped `fits/vae.json`, compiled in so `reserve` and `plan` work
+/// from any folder and after `cargo install`.
+pub const EMBEDDED: &str = include_str!("../../fits/vae.json");
 pub const VERSION: u32 = 2;
 
 /// Path of the shipped file under a root.

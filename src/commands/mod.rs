@@ -6,4 +6,5 @@ pub mod fit;
 pub mod ingest;
 pub mod inputs;
 pub mod points;
+pub mod reserve;
 pub mod verify;

@@ -6,6 +6,7 @@ mod fit;
 mod ingest;
 
 mod points;
+mod reserve;
 mod verify;
 
 use anyhow::{bail, Result};

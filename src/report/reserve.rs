@@ -1,1 +1,57 @@
+use super::Report;
+use crate::commands::reserve::ReserveReport;
+use crate::pricing::Rule;
 
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl Report for ReserveReport {
+    fn table(&self) -> String {
+        let p = &self.price;
+        let mut rows: Vec<(&str, String)> = vec![("rule", p.rule.as_str().to_string()), ("key", p.line.to_string())];
+        match (p.rule, &p.priced_by, &p.slope, p.base_mib) {
+            (Rule::Legacy, ..) => rows.push(("formula", "pixels × element size × k (v1 estimator)".into())),
+            (_, Some(by), Some(slope), Some(base)) => {
+                if by != &p.line {
+                    rows.push(("largest line", by.to_string()));
+                }
+                rows.push(("formula", format!("{slope} B/px × {} px + {base} MiB", thousands(p.pixels))));
+                if let Some(b) = p.line_bytes {
+                    rows.push(("line price", format!("{} B", thousands(b))));
+                }
+            }
+            _ => {}
+        }
+        if let Some(l) = p.legacy_bytes {
+            rows.push(("legacy", format!("{} B", thousands(l))));
+        }
+        let range = match p.size_range {
+            Some([lo, hi]) => format!(" (measured {}–{} px)", thousands(lo), thousands(hi)),
+            None => String::new(),
+        };
+        rows.push(("size", format!("{} px{range}", thousands(p.pixels))));
+        rows.push(("run dtype", format!("{} ({})", p.run_dtype.value, p.run_dtype.from)));
+        rows.push(("loaded dtype", p.loaded_dtype.to_string()));
+        rows.push(("cast growth", format!("{} B", thousands(p.weight_growth_bytes))));
+        rows.push(("allocator", format!("{} ({})", p.allocator.value, p.allocator.from)));
+        rows.push(("os", format!("{} ({})", p.os.value, p.os.from)));
+        rows.push(("coefficients", self.coefficients.clone()));
+        let mut s = format!("{} MiB  ({} bytes)\n", p.mib, thousands(p.bytes));
+        for (k, v) in rows {
+            s.push_str(&format!("  {k:<13} {v}\n"));
+        }
+        for w in &p.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
+        s
+    }
+}
