@@ -3,6 +3,7 @@
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
 use crate::commands::{self, ingest, points, reserve};
+use crate::plan::{self, Verdict};
 use crate::points::invokeai::InvokeaiContext;
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::{Choice, Query};
@@ -25,7 +26,7 @@ pub const EXIT_INPUT: u8 = 2;
     name = "vramfit",
     version,
     about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
-    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  vramfit points --vae sdxl --op decode\n\n\
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  vramfit plan sdxl decode 1024x1024 --batch 8 --dtype fp16 --free 12GiB\n  vramfit points --vae sdxl --op decode\n\n\
 Exit codes: 0 success, 1 findings, 2 usage or input error."
 )]
 struct Cli {
@@ -80,6 +81,12 @@ vramfit reserve sdxl decode 1024x1024 --dtype fp32 --backend miopen --allocator 
 vramfit reserve flux1 decode 1024x1024 --dtype bf16 --legacy\n  \
 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync vramfit reserve sd15 decode 512x512 --dtype fp32 --format json")]
     Reserve(ReserveArgs),
+    /// Does the work fit in the free memory, and how should it run? (full / chunked / tiled / host)
+    #[command(after_help = "Examples:\n  vramfit plan sdxl decode 1024x1024 --batch 16 --dtype fp16 --free 12GiB\n  \
+vramfit plan sdxl decode 2048x2048 --dtype fp32 --free 8GiB --share 0.5 --fail-on host\n  \
+vramfit plan canvas 1280x720 --frames 240 --upscale 4 --free 20GiB --share 0.25 --cap 1GiB --transient 9\n\n\
+Exit codes: 0 planned, 1 the verdict meets --fail-on, 2 usage or input error.")]
+    Plan(PlanArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -132,9 +139,9 @@ struct IngestArgs {
     runs: Option<u32>,
 }
 
-/// What to price: shared by `reserve` and `plan`.
+/// What to price: `MODEL OP WxH`.
 #[derive(Args, Debug, Clone)]
-pub struct QueryArgs {
+struct QueryArgs {
     /// Model or family (sdxl, sd15, sd, flux1, …).
     #[arg(value_name = "MODEL")]
     model: String,
@@ -144,7 +151,14 @@ pub struct QueryArgs {
     /// Output size (decode) or input size (encode), WIDTHxHEIGHT.
     #[arg(value_name = "WxH")]
     size: String,
-    /// Images in the batch.
+    #[command(flatten)]
+    flags: QueryFlags,
+}
+
+/// The flags of a query, shared by `reserve` and `plan`.
+#[derive(Args, Debug, Clone)]
+struct QueryFlags {
+    /// Images in the batch (for `plan`: the number of items).
     #[arg(long, default_value_t = 1)]
     batch: u64,
     /// Tile edge in pixels (0 = untiled).
@@ -180,6 +194,46 @@ struct ReserveArgs {
     /// Price with the previous (v1) estimator instead.
     #[arg(long)]
     legacy: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FailOnArg {
+    Chunked,
+    Tiled,
+    Host,
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    /// `MODEL OP WxH` (a VAE query whose --batch is the item count) or `canvas WxH`.
+    #[arg(value_name = "WORKLOAD", num_args = 2..=3, required = true)]
+    workload: Vec<String>,
+    #[command(flatten)]
+    flags: QueryFlags,
+    /// Free device memory (bytes, KiB/MiB/GiB, K/M/G) or `unknown`.
+    #[arg(long, default_value = "unknown", allow_hyphen_values = true)]
+    free: String,
+    /// Share of the free memory the work may use, 0 < F ≤ 1.
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    share: String,
+    /// Upper bound on the budget (bytes, KiB/MiB/GiB, K/M/G).
+    #[arg(long, allow_hyphen_values = true)]
+    cap: Option<String>,
+    /// (canvas) Frames in the clip.
+    #[arg(long)]
+    frames: Option<u64>,
+    /// (canvas) Upscale factor of each frame.
+    #[arg(long, default_value_t = 1)]
+    upscale: u64,
+    /// (canvas) Channels per pixel (uint8).
+    #[arg(long, default_value_t = 3)]
+    channels: u64,
+    /// (canvas) Peak multiple of a step over its uint8 input, e.g. 9 for a float convert-out.
+    #[arg(long)]
+    transient: Option<String>,
+    /// Exit 1 when the verdict is this or worse (full < chunked < tiled < host).
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOnArg>,
 }
 
 #[derive(Args, Debug)]
@@ -289,6 +343,17 @@ fn emit(text: &str) {
 /// The query and the coefficients it is priced with.
 fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
     let (width, height) = crate::units::parse_size(&a.size)?;
+    flags_query(&a.model, a.op, width, height, &a.flags, root)
+}
+
+fn flags_query(
+    model: &str,
+    op: Op,
+    width: u64,
+    height: u64,
+    a: &QueryFlags,
+    root: &Option<PathBuf>,
+) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
     let allocator = match a.allocator.trim() {
         "auto" => Choice::Auto,
         other => Choice::Given(other.parse::<Allocator>()?),
@@ -301,8 +366,8 @@ fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, res
         anyhow::bail!("--batch must be at least 1");
     }
     let q = Query {
-        vae: a.model.clone(),
-        op: a.op,
+        vae: model.to_string(),
+        op,
         tile: a.tile,
         width,
         height,
@@ -320,6 +385,52 @@ fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, res
         (None, None) => reserve::CoefficientSource::Embedded,
     };
     Ok((q, source))
+}
+
+fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::plan::Workload, plan::Budget)> {
+    let free = match a.free.trim() {
+        "unknown" | "" => None,
+        v => Some(crate::units::parse_bytes(v).map_err(|e| anyhow::anyhow!("--free {e}"))?),
+    };
+    let share = crate::exact::parse_decimal(&a.share).map_err(|e| anyhow::anyhow!("--share '{}': {e}", a.share))?;
+    let cap = a.cap.as_deref().map(crate::units::parse_bytes).transpose().map_err(|e| anyhow::anyhow!("--cap {e}"))?;
+    let budget = plan::budget(free, share, cap)?;
+    let w = &a.workload;
+    let workload = if w[0] == "canvas" {
+        if w.len() != 2 {
+            anyhow::bail!("usage: vramfit plan canvas WxH --frames N [--upscale U] [--channels C] [--transient M]");
+        }
+        let (width, height) = crate::units::parse_size(&w[1])?;
+        let frames = a.frames.ok_or_else(|| anyhow::anyhow!("plan canvas needs --frames N"))?;
+        if frames == 0 || a.upscale == 0 || a.channels == 0 {
+            anyhow::bail!("--frames, --upscale and --channels must be at least 1");
+        }
+        let transient = a
+            .transient
+            .as_deref()
+            .map(|t| crate::exact::parse_decimal(t).map_err(|e| anyhow::anyhow!("--transient '{t}': {e}")))
+            .transpose()?;
+        commands::plan::Workload::Canvas(plan::Canvas {
+            width,
+            height,
+            channels: a.channels,
+            upscale: a.upscale,
+            frames,
+            transient,
+        })
+    } else {
+        if w.len() != 3 {
+            anyhow::bail!("usage: vramfit plan MODEL OP WxH [--batch N …] (or plan canvas WxH …)");
+        }
+        if a.frames.is_some() || a.transient.is_some() {
+            anyhow::bail!("--frames and --transient are for `plan canvas`; a VAE plan counts items with --batch");
+        }
+        let op: Op = w[1].parse()?;
+        let (width, height) = crate::units::parse_size(&w[2])?;
+        let (q, source) = flags_query(&w[0], op, width, height, &a.flags, root)?;
+        commands::plan::Workload::Vae(q, source)
+    };
+    Ok((workload, budget))
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -353,6 +464,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let r = commands::reserve::run(&source, &q, &EnvSnapshot::from_process(), a.legacy)?;
             emit(&report::render(&r, format, "reserve")?);
             Ok(EXIT_OK)
+        }
+        Command::Plan(a) => {
+            let (workload, budget) = plan_of(&a, &explicit_root)?;
+            let p = commands::plan::run(&workload, &budget, &EnvSnapshot::from_process())?;
+            if p.any_host() {
+                eprintln!("warning: part of this work cannot run on the device: {}", p.reasons.join("; "));
+            }
+            emit(&report::render(&p, format, "plan")?);
+            let fail = a.fail_on.map(|f| match f {
+                FailOnArg::Chunked => Verdict::Chunked,
+                FailOnArg::Tiled => Verdict::Tiled,
+                FailOnArg::Host => Verdict::Host,
+            });
+            Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Points(a) => {
             let f = points::PointFilter {

@@ -225,7 +225,7 @@ impl fmt::Display for DecimalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             DecimalError::Empty => "empty value",
-            DecimalError::Negative => "negative value (a demand delta cannot be below zero)",
+            DecimalError::Negative => "negative value (must be zero or more)",
             DecimalError::NotANumber => "not a decimal number (expected digits with an optional '.', e.g. 4274.5)",
             DecimalError::TooPrecise => "more than 18 digits after the decimal point",
             DecimalError::TooLarge => "value too large",

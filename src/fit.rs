@@ -164,8 +164,13 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
     let n = points.len() as u128;
     let sum_x: u128 = points.iter().map(|p| u128::from(p.x)).sum();
     // The first edge whose right end is at or past the mean: on a vertex
-    // this is the edge to its left (the steeper one), as SPEC §3 says.
-    let j = (0..hull.len() - 1).find(|&j| n * hull[j + 1].x as u128 >= sum_x).unwrap_or(hull.len() - 2);
+    // this is the edge to its left (the steeper one), as SPEC §3 says. The
+    // walk stops by the last vertex at the latest: no size exceeds the
+    // largest, so neither does the mean.
+    let mut j = 0;
+    while n * (hull[j + 1].x as u128) < sum_x {
+        j += 1;
+    }
     let (p, q) = (hull[j], hull[j + 1]);
     let slope = Ratio::new(q.y - p.y, q.x - p.x)?;
     let base = Ratio::int(p.y).checked_sub(slope.checked_mul(Ratio::int(p.x))?)?;

@@ -4,6 +4,7 @@
 mod common;
 mod fit;
 mod ingest;
+mod plan;
 mod points;
 mod reserve;
 mod verify;

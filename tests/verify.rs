@@ -43,6 +43,9 @@ fn the_untouched_copy_passes() {
     assert_eq!(rc, 0, "{:?}", j["findings"]);
     assert_eq!(j["ok"], true);
     assert_eq!(j["points"], 105);
+    assert_eq!(j["included"], 95, "105 points less the 10 excluded in the policy");
+    assert_eq!(j["lines"], 12);
+    assert_eq!(j["insufficient"], 2);
     assert!(j["pricings"].as_u64().unwrap() > 1000);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
@@ -89,6 +92,47 @@ fn envelope_edited_breaks_the_certificate() {
         .collect();
     assert!(msgs.iter().any(|m| m.contains("does not lie on the envelope")), "{msgs:?}");
     assert!(msgs.iter().any(|m| m.contains("lies above the envelope")), "{msgs:?}");
+}
+
+#[test]
+fn a_feasible_but_not_optimal_edge_breaks_the_certificate() {
+    // flux1 fp16 decode: the edge 512² → 1024² (4256 B/px + 4 MiB) covers
+    // every point and passes through both support points, but the mean size
+    // (about 1300²) lies outside it, so it is not the least over-reservation.
+    let root = scratch();
+    let f = root.path().join("fits/vae.json");
+    edit(
+        &f,
+        "\"slope\": \"4224\",\n        \"base\": \"37748736\"",
+        "\"slope\": \"4256\",\n        \"base\": \"4194304\"",
+    );
+    edit(
+        &f,
+        "\"i7785061-flux1-decode-fp16-1024x1024\",\n        \"i7785061-flux1-decode-fp16-2048x2048\"\n      ],\n      \"support_kind\"",
+        "\"i7785061-flux1-decode-fp16-512x512\",\n        \"i7785061-flux1-decode-fp16-1024x1024\"\n      ],\n      \"support_kind\"",
+    );
+    let j = caught(root.path(), "certificate");
+    let msgs: Vec<&str> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "certificate")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(msgs.iter().any(|m| m.contains("the mean size lies outside the support edge")), "{msgs:?}");
+    assert!(!msgs.iter().any(|m| m.contains("lies above") || m.contains("does not lie on")), "{msgs:?}");
+}
+
+#[test]
+fn a_negative_envelope_breaks_the_certificate() {
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"base\": \"37748736\"", "\"base\": \"-37748736\"");
+    let j = caught(root.path(), "certificate");
+    assert!(j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().contains("negative envelope")));
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub struct CoefficientsFile {
     pub allocator_defaults: Vec<AllocatorDefault>,
     /// The allocator when no `allocator_defaults` entry matches.
     pub default_allocator: Allocator,
+    /// Tile edges `plan` may fall back to, largest first.
+    pub tiles: Vec<u32>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
 }
@@ -215,6 +217,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
         os_specific: policy.os_specific.clone(),
         allocator_defaults: policy.allocator_defaults.clone(),
         default_allocator: policy.default_allocator,
+        tiles: policy.tiles.clone(),
         digests: Digests {
             points: crate::fsio::sha256_tag(points_bytes),
             policy: crate::fsio::sha256_tag(policy_bytes),

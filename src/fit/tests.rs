@@ -112,6 +112,14 @@ fn huge_sizes_at_the_limit_fit_exactly_and_beyond_it_are_refused() {
 }
 
 #[test]
+fn errors_say_which_point() {
+    assert_eq!(FitError::NoPoints.to_string(), "no points to fit");
+    assert_eq!(FitError::ZeroSize { id: "a".into() }.to_string(), "point a: size 0 pixels");
+    assert!(FitError::TooLarge { id: "b".into() }.to_string().starts_with("point b: size above"));
+    assert!(FitError::Overflow.to_string().contains("overflow"));
+}
+
+#[test]
 fn zero_size_and_no_points_are_errors() {
     assert_eq!(envelope(&[]), Err(FitError::NoPoints));
     assert!(matches!(envelope(&[FitPoint { x: 0, y: 5, id: "z" }]), Err(FitError::ZeroSize { .. })));

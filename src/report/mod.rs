@@ -5,6 +5,7 @@
 mod fit;
 mod ingest;
 
+mod plan;
 mod points;
 mod reserve;
 mod verify;

@@ -1,1 +1,52 @@
+use super::Report;
+use crate::plan::Plan;
 
+fn mib(b: u64) -> String {
+    format!("{} MiB", b.div_ceil(crate::exact::MIB))
+}
+
+impl Report for Plan {
+    fn table(&self) -> String {
+        let n = self.items;
+        let mut s = self.verdict.as_str().to_uppercase();
+        s.push_str(&match (self.tile, self.group_size, self.groups) {
+            (Some(t), _, _) => format!(": {t}-pixel tiles, one item at a time ({n} item(s))"),
+            (None, Some(g), Some(k)) if k > 1 => format!(": {k} groups of up to {g} of {n} items"),
+            (None, Some(_), Some(_)) => format!(": all {n} item(s) at once"),
+            _ => format!(": {n} item(s) on the host"),
+        });
+        s.push('\n');
+        let b = &self.budget;
+        let bound = match b.from {
+            crate::plan::BudgetFrom::Share => {
+                format!("share {} × free {}", b.share, b.free.map(mib).unwrap_or_default())
+            }
+            crate::plan::BudgetFrom::Cap => {
+                format!("cap (below share {} × free {})", b.share, b.free.map(mib).unwrap_or_default())
+            }
+            crate::plan::BudgetFrom::CapUnknownFree => "cap (free memory unknown)".into(),
+        };
+        let mut rows: Vec<(&str, String)> =
+            vec![("budget", format!("{} ({} B) from {bound}", mib(self.budget_bytes), self.budget_bytes))];
+        if let Some(p) = self.per_item_bytes {
+            rows.push(("per item", format!("{} B", p)));
+        }
+        if let Some(p) = self.peak_bytes {
+            rows.push(("peak", format!("{} ({} B)", mib(p), p)));
+        }
+        if !self.boundaries.is_empty() {
+            let shown: Vec<String> = self.boundaries.iter().map(|[a, b]| format!("[{a}, {b})")).collect();
+            rows.push(("groups", shown.join(" … ")));
+        }
+        if let Some(sc) = self.subchunk_frames {
+            rows.push(("transient", format!("sub-chunks of {sc} frame(s)")));
+        }
+        for (k, v) in rows {
+            s.push_str(&format!("  {k:<10} {v}\n"));
+        }
+        for r in &self.reasons {
+            s.push_str(&format!("  - {r}\n"));
+        }
+        s
+    }
+}

@@ -1,0 +1,299 @@
+//! `vramfit plan`: pinned plans for every verdict and budget branch, `plan`
+//! agreeing with `reserve`, and verdicts that are never silent.
+
+use crate::common::*;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+/// sd fp16 decode line: 4452.00 B/px × 1024² = 4 668 260 352 B an image, + 36 MiB.
+const SDXL_FP16_1024_ITEM: u64 = 4_668_260_352;
+const SDXL_FP16_BASE: u64 = 36 * MIB;
+
+fn plan(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = vramfit().args(["--format", "json", "plan"]).args(args).output().unwrap();
+    let code = out.status.code().unwrap();
+    let j = if code == 2 { serde_json::Value::Null } else { json_of(&out) };
+    (code, j, stderr_of(&out))
+}
+
+fn plan_ok(args: &[&str]) -> serde_json::Value {
+    let (code, j, err) = plan(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    j
+}
+
+fn reserve_bytes(args: &[&str]) -> u64 {
+    let out = vramfit().args(["--format", "json", "reserve"]).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    json_of(&out)["bytes"].as_u64().unwrap()
+}
+
+#[test]
+fn full_when_the_whole_batch_fits() {
+    let j = plan_ok(&[
+        "sdxl",
+        "decode",
+        "1024x1024",
+        "--batch",
+        "2",
+        "--dtype",
+        "fp16",
+        "--os",
+        "linux",
+        "--free",
+        "24GiB",
+    ]);
+    assert_eq!(j["verdict"], "full");
+    assert_eq!(j["budget_bytes"], 24 * GIB);
+    assert_eq!(j["budget_from"], "share");
+    assert_eq!(j["group_size"], 2);
+    assert_eq!(j["groups"], 1);
+    assert_eq!(j["boundaries"], serde_json::json!([[0, 2]]));
+    assert_eq!(j["peak_bytes"], 2 * SDXL_FP16_1024_ITEM + SDXL_FP16_BASE);
+    assert_eq!(j["tile"], serde_json::Value::Null);
+}
+
+#[test]
+fn chunked_with_the_largest_group_that_fits_and_reserve_agrees() {
+    let args = ["sdxl", "decode", "1024x1024", "--batch", "16", "--dtype", "fp16", "--os", "linux", "--free", "24GiB"];
+    let j = plan_ok(&args);
+    // floor((24 GiB − 36 MiB) / 4 668 260 352) = 5.
+    assert_eq!(j["verdict"], "chunked");
+    assert_eq!(j["group_size"], 5);
+    assert_eq!(j["groups"], 4);
+    assert_eq!(j["boundaries"], serde_json::json!([[0, 5], [15, 16]]));
+    assert_eq!(j["peak_bytes"], 5 * SDXL_FP16_1024_ITEM + SDXL_FP16_BASE);
+    let base = ["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"];
+    let at = |b: &str| {
+        let mut a = base.to_vec();
+        a.extend(["--batch", b]);
+        reserve_bytes(&a)
+    };
+    assert_eq!(j["peak_bytes"].as_u64().unwrap(), at("5"), "plan and reserve agree for a group");
+    assert!(at("6") > 24 * GIB, "one more would not fit");
+}
+
+#[test]
+fn chunked_on_the_unmeasured_rule_agrees_with_reserve_too() {
+    // cudaMallocAsync has no line of its own: the search goes through the same pricer.
+    let args = [
+        "sdxl",
+        "decode",
+        "768x768",
+        "--batch",
+        "9",
+        "--dtype",
+        "fp16",
+        "--allocator",
+        "cudaMallocAsync",
+        "--os",
+        "linux",
+        "--free",
+        "10GiB",
+    ];
+    let j = plan_ok(&args);
+    assert_eq!(j["verdict"], "chunked");
+    let g = j["group_size"].as_u64().unwrap().to_string();
+    let r = reserve_bytes(&[
+        "sdxl",
+        "decode",
+        "768x768",
+        "--dtype",
+        "fp16",
+        "--allocator",
+        "cudaMallocAsync",
+        "--os",
+        "linux",
+        "--batch",
+        &g,
+    ]);
+    assert_eq!(j["peak_bytes"].as_u64().unwrap(), r);
+}
+
+#[test]
+fn tiled_when_not_even_one_item_fits() {
+    let j = plan_ok(&[
+        "sdxl",
+        "decode",
+        "2048x2048",
+        "--dtype",
+        "fp32",
+        "--os",
+        "linux",
+        "--free",
+        "8GiB",
+        "--share",
+        "0.5",
+    ]);
+    assert_eq!(j["verdict"], "tiled");
+    assert_eq!(j["budget_bytes"], 4 * GIB);
+    assert_eq!(j["budget_from"], "share");
+    // 1024 (legacy 11 250 MiB) and 768 (6438 MiB) do not fit; the measured
+    // 512-tile line does: ceil(4.20 × 2048²) + 1628 MiB.
+    assert_eq!(j["tile"], 512);
+    assert_eq!(j["peak_bytes"], 17_616_077 + 1628 * MIB);
+    let r = reserve_bytes(&["sdxl", "decode", "2048x2048", "--dtype", "fp32", "--os", "linux", "--tile", "512"]);
+    assert_eq!(j["peak_bytes"].as_u64().unwrap(), r);
+}
+
+#[test]
+fn host_is_never_silent_and_fail_on_host_exits_1() {
+    let args = ["sdxl", "decode", "2048x2048", "--dtype", "fp32", "--os", "linux", "--free", "512MiB"];
+    let (code, j, err) = plan(&args);
+    assert_eq!(code, 0);
+    assert_eq!(j["verdict"], "host");
+    assert_eq!(j["group_size"], serde_json::Value::Null);
+    assert!(err.contains("warning: part of this work cannot run on the device"), "{err}");
+    assert!(err.contains("tile 256 reserves 938 MiB > budget"), "the numbers that forced it: {err}");
+    let mut failing = args.to_vec();
+    failing.extend(["--fail-on", "host"]);
+    assert_eq!(plan(&failing).0, 1);
+    let out = vramfit().arg("plan").args(args).output().unwrap();
+    assert!(stdout_of(&out).starts_with("HOST"), "{}", stdout_of(&out));
+}
+
+#[test]
+fn fail_on_is_a_threshold() {
+    let chunked =
+        ["sdxl", "decode", "1024x1024", "--batch", "16", "--dtype", "fp16", "--os", "linux", "--free", "24GiB"];
+    for (level, code) in [("chunked", 1), ("tiled", 0), ("host", 0)] {
+        let mut a = chunked.to_vec();
+        a.extend(["--fail-on", level]);
+        assert_eq!(plan(&a).0, code, "chunked plan with --fail-on {level}");
+    }
+    let mut full = ["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux", "--free", "24GiB"].to_vec();
+    full.extend(["--fail-on", "chunked"]);
+    assert_eq!(plan(&full).0, 0);
+}
+
+#[test]
+fn budget_from_cap_and_from_unknown_free_memory() {
+    let j = plan_ok(&["canvas", "640x480", "--frames", "10", "--free", "8GiB", "--cap", "100MiB"]);
+    assert_eq!(j["budget_from"], "cap");
+    assert_eq!(j["budget_bytes"], 100 * MIB);
+    let j = plan_ok(&["canvas", "640x480", "--frames", "10", "--cap", "2MiB"]);
+    assert_eq!(j["budget_from"], "cap-unknown-free");
+    assert_eq!(j["budget_bytes"], 2 * MIB);
+    // 640 × 480 × 3 = 921 600 B a frame: floor(2 MiB / frame) = 2.
+    assert_eq!(j["verdict"], "chunked");
+    assert_eq!(j["group_size"], 2);
+    assert_eq!(j["groups"], 5);
+}
+
+#[test]
+fn readme_canvas_example_720p_upscale_4() {
+    let j = plan_ok(&[
+        "canvas",
+        "1280x720",
+        "--frames",
+        "240",
+        "--upscale",
+        "4",
+        "--free",
+        "20GiB",
+        "--share",
+        "0.25",
+        "--cap",
+        "1GiB",
+        "--transient",
+        "9",
+    ]);
+    // 1280 × 720 × 3 × 4² = 44 236 800 B a frame (about 44 MB).
+    assert_eq!(j["per_item_bytes"], 44_236_800);
+    // min(1 GiB, 0.25 × 20 GiB) = 1 GiB, from the cap.
+    assert_eq!(j["budget_bytes"], GIB);
+    assert_eq!(j["budget_from"], "cap");
+    assert_eq!(j["verdict"], "chunked");
+    assert_eq!(j["group_size"], 24);
+    assert_eq!(j["groups"], 10);
+    assert_eq!(j["boundaries"], serde_json::json!([[0, 24], [216, 240]]));
+    assert_eq!(j["peak_bytes"], 24 * 44_236_800u64);
+    // floor(1 GiB / (9 × 44 236 800)) = 2 frames a sub-chunk.
+    assert_eq!(j["subchunk_frames"], 2);
+    assert_eq!(j["transient_verdict"], "chunked");
+}
+
+#[test]
+fn canvas_full_and_host() {
+    let j = plan_ok(&["canvas", "1280x720", "--frames", "10", "--free", "1GiB"]);
+    assert_eq!(j["verdict"], "full");
+    assert_eq!(j["peak_bytes"], 10 * 1280 * 720 * 3);
+    assert_eq!(j["subchunk_frames"], serde_json::Value::Null);
+    let (code, j, err) =
+        plan(&["canvas", "3840x2160", "--frames", "10", "--upscale", "4", "--cap", "100MiB", "--fail-on", "host"]);
+    assert_eq!(code, 1);
+    assert_eq!(j["verdict"], "host");
+    assert!(err.contains("one frame (398131200 B) > budget (104857600 B)"), "{err}");
+}
+
+#[test]
+fn a_transient_step_that_cannot_fit_goes_to_the_host_loudly() {
+    let args = ["canvas", "1280x720", "--frames", "8", "--upscale", "4", "--cap", "300MiB", "--transient", "9"];
+    let (code, j, err) = plan(&args);
+    assert_eq!(code, 0);
+    assert_eq!(j["verdict"], "chunked", "the frames themselves fit in groups");
+    assert_eq!(j["transient_verdict"], "host");
+    assert_eq!(j["subchunk_frames"], serde_json::Value::Null);
+    assert!(err.contains("transient step (9× a frame = 398131200 B) > budget (314572800 B)"), "{err}");
+    let mut failing = args.to_vec();
+    failing.extend(["--fail-on", "host"]);
+    assert_eq!(plan(&failing).0, 1);
+}
+
+#[test]
+fn groups_do_not_depend_on_the_clip_length() {
+    let at = |frames: u64| plan_ok(&["canvas", "1920x1080", "--frames", &frames.to_string(), "--cap", "50MiB"]);
+    let short = at(37);
+    let long = at(100);
+    assert_eq!(short["group_size"], long["group_size"]);
+    assert_eq!(short["boundaries"][0], long["boundaries"][0]);
+    let g = short["group_size"].as_u64().unwrap();
+    assert_eq!(short["boundaries"][1], serde_json::json!([36 / g * g, 37]));
+}
+
+#[test]
+fn bad_budgets_are_usage_errors() {
+    for (args, expect) in [
+        (vec!["--share", "0", "--free", "1GiB"], "--share must be greater than 0"),
+        (vec!["--share", "1.5", "--free", "1GiB"], "at most 1"),
+        (vec!["--share", "NaN", "--free", "1GiB"], "not a decimal number"),
+        (vec!["--free", "-1GiB"], "negative"),
+        (vec!["--free", "99999999999999TiB"], "too large"),
+        (vec!["--free", "unknown"], "give --free SIZE or --cap SIZE"),
+        (vec!["--cap", "12 parsecs"], "unknown unit"),
+    ] {
+        let mut a = vec!["canvas", "640x480", "--frames", "4"];
+        a.extend(args.iter());
+        let (code, _, err) = plan(&a);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    let (code, _, err) = plan(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--frames", "3", "--free", "1GiB"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--frames and --transient are for `plan canvas`"), "{err}");
+}
+
+#[test]
+fn table_output_names_the_verdict_and_budget() {
+    let out = vramfit()
+        .args([
+            "plan",
+            "canvas",
+            "1280x720",
+            "--frames",
+            "240",
+            "--upscale",
+            "4",
+            "--free",
+            "20GiB",
+            "--share",
+            "0.25",
+            "--cap",
+            "1GiB",
+        ])
+        .output()
+        .unwrap();
+    let s = stdout_of(&out);
+    assert!(s.starts_with("CHUNKED: 10 groups of up to 24 of 240 items\n"), "{s}");
+    assert!(s.contains("budget     1024 MiB (1073741824 B) from cap (below share 0.25 × free 20480 MiB)"), "{s}");
+}
