@@ -223,3 +223,26 @@ fn policy_carry_with_three_decimals_is_an_error() {
 fn policy_toml_syntax_error_names_the_file_and_line() {
     policy_error(|t| t.replace("min_sizes = 3", "min_sizes = = 3"), "policy.toml: TOML parse error at line 6");
 }
+
+#[test]
+fn an_independent_python_fit_agrees_to_the_last_digit() {
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/python/vramfit_refit.py"))
+        .arg(repo())
+        .output()
+        .expect("python3 is needed for the cross-check");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let py: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let shipped: serde_json::Value = serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let mut rust = BTreeMap::new();
+    for l in shipped["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
+        let key = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
+            .iter()
+            .map(|k| l[*k].as_str().map(str::to_string).unwrap_or_else(|| l[*k].to_string()))
+            .collect::<Vec<_>>()
+            .join("/");
+        rust.insert(key, serde_json::json!([l["slope"], l["base_mib"]]));
+    }
+    assert_eq!(rust.len(), 12);
+    assert_eq!(py, rust);
+}

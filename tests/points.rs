@@ -54,7 +54,11 @@ fn unknown_model_lists_registered() {
 
 #[test]
 fn every_help_shows_an_example() {
-    for sub in [vec!["--help"], vec!["ingest", "--help"], vec!["points", "--help"]] {
+    for sub in ["ingest", "points", "fit", "emit", "verify", "reserve", "plan"]
+        .iter()
+        .map(|s| vec![*s, "--help"])
+        .chain(std::iter::once(vec!["--help"]))
+    {
         let out = vramfit().args(&sub).output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         assert!(stdout_of(&out).contains("Examples:"), "{sub:?}");

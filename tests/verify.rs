@@ -46,7 +46,10 @@ fn the_untouched_copy_passes() {
     assert_eq!(j["included"], 95, "105 points less the 10 excluded in the policy");
     assert_eq!(j["lines"], 12);
     assert_eq!(j["insufficient"], 2);
-    assert!(j["pricings"].as_u64().unwrap() > 1000);
+    // 95 points for coverage; 12 lines × 6 grid sizes × batch 1, 2 × (given,
+    // detected) = 288 for the query path; 6 families × 2 ops × 2 tiles (0, 512)
+    // × 3 dtypes × 5 backends × 2 OS × 6 grid sizes = 4320 for the floor.
+    assert_eq!(j["pricings"], 95 + 288 + 4320);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }
@@ -310,6 +313,8 @@ fn unknown_policy_key() {
     let j = caught(root.path(), "unknown-key");
     let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "unknown-key").unwrap();
     assert!(f["message"].as_str().unwrap().contains("'min_size'"));
+    assert_eq!(f["file"], "fits/policy.toml");
+    assert!(f["hint"].as_str().unwrap().contains("spelling"), "{f}");
 }
 
 #[test]
@@ -414,4 +419,84 @@ fn pricer_that_ignores_the_os() {
     let root = platform_root();
     let lines = query_path_caught(root.path(), &|c| Box::new(IgnoreOs(c)));
     assert!(lines.contains(&"flux1/decode/0/miopen/native/windows/fp16".to_string()), "{lines:?}");
+}
+
+#[test]
+fn an_exception_naming_no_point_is_reported_once() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, format!("{text}\n[[exception]]\nid = \"ghost\"\nreason = \"x\"\n")).unwrap();
+    let j = caught(root.path(), "stale-exception");
+    let stale: Vec<_> = j["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "stale-exception").collect();
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert!(stale[0]["message"].as_str().unwrap().contains("names no point"));
+}
+
+#[test]
+fn a_carried_line_exactly_at_legacy_passes() {
+    // Legacy for MIOpen fp16 decodes is 2 × 3600 = 7200 B/px with no base.
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml"))
+        .unwrap()
+        .replace("7500.25", "7200.00")
+        .replace("base_mib = 64", "base_mib = 0");
+    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    emit(root.path());
+    let (rc, j) = verify_json(root.path());
+    assert_eq!(rc, 0, "{:?}", j["findings"]);
+}
+
+#[test]
+fn new_keys_since_emit_are_named() {
+    let root = scratch();
+    let f = root.path().join("new.csv");
+    fs::write(
+        &f,
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+         xpu-1,test,xpu,native,linux,flux1,decode,0,bf16,512,512,1,900\n\
+         mps-1,test,mps,native,macos,flux1,decode,0,fp16,512,512,1,1100\n\
+         mps-2,test,mps,native,macos,flux1,decode,0,fp16,768,768,1,2300\n\
+         mps-3,test,mps,native,macos,flux1,decode,0,fp16,1024,1024,1,4100\n",
+    )
+    .unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    let j = caught(root.path(), "reproduce");
+    let on_line = |line: &str| -> Vec<serde_json::Value> {
+        j["findings"].as_array().unwrap().iter().filter(|f| f["line"] == line).cloned().collect()
+    };
+    let thin = on_line("flux1/decode/0/xpu/native/any/bf16");
+    assert_eq!(thin.len(), 1, "{thin:?}");
+    assert_eq!(thin[0]["code"], "points-changed");
+    assert_eq!(thin[0]["file"], "measurements/vae.json");
+    let fitted = on_line("flux1/decode/0/mps/native/any/fp16");
+    assert_eq!(fitted.len(), 1, "{fitted:?}");
+    let fitted = &fitted[0];
+    assert_eq!(fitted["code"], "reproduce");
+    assert_eq!(fitted["file"], "fits/vae.json");
+    assert_eq!(fitted["points"].as_array().unwrap().len(), 3);
+}
+
+/// A pricer whose unmeasured rule forgets the legacy floor.
+struct NoLegacyFloor(Coefficients);
+impl Pricer for NoLegacyFloor {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let mut p = self.0.price(q, env)?;
+        if let (vramfit::pricing::Rule::LegacyFloor, Some(line)) = (p.rule, p.line_bytes) {
+            p.bytes = line;
+            p.rule = vramfit::pricing::Rule::UnmeasuredRule;
+        }
+        Ok(p)
+    }
+}
+
+#[test]
+fn pricer_that_forgets_the_legacy_floor() {
+    let root = scratch();
+    let broken = vramfit::commands::verify::run_with(root.path(), &|c| Box::new(NoLegacyFloor(c))).unwrap();
+    let floor: Vec<_> = broken.findings.iter().filter(|f| f.code == "floor").collect();
+    assert!(!floor.is_empty(), "{:?}", broken.findings);
+    assert!(floor.iter().any(|f| f.message.contains("sd/decode/0/miopen/fp16")), "{floor:?}");
+    assert!(floor.iter().all(|f| f.file == "src/pricing/mod.rs"));
 }

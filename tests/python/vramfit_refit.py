@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""A second, independent implementation of the fit of SPEC §3.
+
+Reads measurements/vae.json and fits/policy.toml with the standard library
+only, groups the included points into lines, and finds each envelope by
+brute force over every candidate line the LP optimum can be (through two
+points, through the origin and one point, or flat through one point),
+keeping the feasible one with the least total over-reservation (ties: the
+steeper one). Exact Fractions throughout; no hull code is shared with the
+Rust implementation. Prints {key: [slope, base_mib]} as JSON.
+
+Usage: vramfit_refit.py ROOT
+"""
+
+import json
+import sys
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+
+MIB = 1 << 20
+
+
+def ceil(fr):
+    return -((-fr.numerator) // fr.denominator)
+
+
+def number(v):
+    return Fraction(str(v))
+
+
+def optimum(points):
+    xs = [x for x, _ in points]
+    candidates = []
+    for i, (x1, y1) in enumerate(points):
+        candidates.append((Fraction(y1, x1), Fraction(0)))
+        candidates.append((Fraction(0), Fraction(y1)))
+        for x2, y2 in points[i + 1:]:
+            if x1 != x2:
+                a = Fraction(y2 - y1, x2 - x1)
+                candidates.append((a, y1 - a * x1))
+    best = None
+    for a, b in candidates:
+        if a < 0 or b < 0 or any(a * x + b < y for x, y in points):
+            continue
+        total = a * sum(xs) + b * len(points) - sum(y for _, y in points)
+        if best is None or total < best[0] or (total == best[0] and a > best[1]):
+            best = (total, a, b)
+    return best[1], best[2]
+
+
+def main():
+    root = Path(sys.argv[1])
+    points = json.loads((root / "measurements/vae.json").read_text())["points"]
+    policy = tomllib.loads((root / "fits/policy.toml").read_text())
+    margin = number(policy.get("margin", "0.05"))
+    min_sizes = policy.get("min_sizes", 3)
+    excluded = {e["id"] for e in policy.get("exclude", [])}
+    carried = {
+        (c["vae"], c["op"], c.get("tile", 0), c["conv_backend"], c["allocator"], c["os"], c["dtype"])
+        for c in policy.get("carry", [])
+    }
+    specific = [(o["conv_backend"], o.get("allocator", "*")) for o in policy.get("os_specific", [])]
+    lines = {}
+    for p in points:
+        if p["id"] in excluded:
+            continue
+        per_os = any(b == p["conv_backend"] and a in ("*", p["allocator"]) for b, a in specific)
+        key = (p["vae"], p["op"], p["tile"], p["conv_backend"], p["allocator"], p["os"] if per_os else "any", p["dtype"])
+        lines.setdefault(key, []).append((p["pixels"], p["demand_bytes"]))
+    out = {}
+    for key, pts in sorted(lines.items()):
+        if key in carried or len({x for x, _ in pts}) < min_sizes:
+            continue
+        a, b = optimum(pts)
+        slope_centi = ceil(a * (1 + margin) * 100)
+        out["/".join(str(k) for k in key)] = ["%d.%02d" % divmod(slope_centi, 100), ceil(b * (1 + margin) / MIB)]
+    json.dump(out, sys.stdout, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
