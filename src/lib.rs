@@ -12,6 +12,7 @@ pub mod commands;
 pub mod exact;
 pub mod fit;
 pub mod fsio;
+pub mod inputs;
 pub mod plan;
 pub mod points;
 pub mod policy;

@@ -25,6 +25,21 @@ fn caught(root: &Path, code: &str) -> serde_json::Value {
     j
 }
 
+/// The findings with one code.
+fn with_code(j: &serde_json::Value, code: &str) -> Vec<serde_json::Value> {
+    j["findings"].as_array().unwrap().iter().filter(|f| f["code"] == code).cloned().collect()
+}
+
+/// The first finding with one code.
+fn first(j: &serde_json::Value, code: &str) -> serde_json::Value {
+    with_code(j, code).into_iter().next().unwrap_or_else(|| panic!("no '{code}' finding"))
+}
+
+/// The messages of the findings with one code.
+fn messages(j: &serde_json::Value, code: &str) -> Vec<String> {
+    with_code(j, code).iter().map(|f| f["message"].as_str().unwrap().to_string()).collect()
+}
+
 fn edit(path: &Path, from: &str, to: &str) {
     let text = fs::read_to_string(path).unwrap();
     assert!(text.contains(from), "{} does not contain {from:?}", path.display());
@@ -59,7 +74,7 @@ fn slope_edited_by_a_hundredth() {
     let root = scratch();
     edit(&root.path().join("fits/vae.json"), "\"slope\": \"4452.00\"", "\"slope\": \"4452.01\"");
     let j = caught(root.path(), "reproduce");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "reproduce").unwrap();
+    let f = first(&j, "reproduce");
     assert_eq!(f["line"], "sd/decode/0/cudnn/native/any/fp16");
     assert_eq!(f["expected"], "fitted 4452.00 B/px + 36 MiB");
     assert_eq!(f["found"], "fitted 4452.01 B/px + 36 MiB");
@@ -86,13 +101,7 @@ fn envelope_edited_breaks_the_certificate() {
     let root = scratch();
     edit(&root.path().join("fits/vae.json"), "\"base\": \"37748736\"", "\"base\": \"37748735\"");
     let j = caught(root.path(), "certificate");
-    let msgs: Vec<&str> = j["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "certificate")
-        .map(|f| f["message"].as_str().unwrap())
-        .collect();
+    let msgs = messages(&j, "certificate");
     assert!(msgs.iter().any(|m| m.contains("does not lie on the envelope")), "{msgs:?}");
     assert!(msgs.iter().any(|m| m.contains("lies above the envelope")), "{msgs:?}");
 }
@@ -115,13 +124,7 @@ fn a_feasible_but_not_optimal_edge_breaks_the_certificate() {
         "\"i7785061-flux1-decode-fp16-512x512\",\n        \"i7785061-flux1-decode-fp16-1024x1024\"\n      ],\n      \"support_kind\"",
     );
     let j = caught(root.path(), "certificate");
-    let msgs: Vec<&str> = j["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "certificate")
-        .map(|f| f["message"].as_str().unwrap())
-        .collect();
+    let msgs = messages(&j, "certificate");
     assert!(msgs.iter().any(|m| m.contains("the mean size lies outside the support edge")), "{msgs:?}");
     assert!(!msgs.iter().any(|m| m.contains("lies above") || m.contains("does not lie on")), "{msgs:?}");
 }
@@ -146,7 +149,7 @@ fn carried_stand_in_below_legacy() {
     fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
     emit(root.path());
     let j = caught(root.path(), "floor");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "floor").unwrap();
+    let f = first(&j, "floor");
     assert_eq!(f["line"], "sd/decode/0/miopen/native/linux/fp16");
     assert_eq!(f["file"], "fits/policy.toml");
 }
@@ -177,7 +180,7 @@ fn point_deleted_from_the_store() {
     let root = scratch();
     store_without(root.path(), "i7785061-flux1-decode-fp16-768x768");
     let j = caught(root.path(), "points-changed");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "points-changed").unwrap();
+    let f = first(&j, "points-changed");
     assert_eq!(f["line"], "flux1/decode/0/cudnn/native/any/fp16");
     assert_eq!(f["points"][0], "i7785061-flux1-decode-fp16-768x768");
     assert_eq!(f["file"], "measurements/vae.json");
@@ -196,7 +199,7 @@ fn point_added_above_a_line() {
     vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
     let j = caught(root.path(), "coverage");
     assert!(codes(&j).contains(&"points-changed".to_string()));
-    let cov = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "coverage").unwrap();
+    let cov = first(&j, "coverage");
     assert_eq!(cov["points"][0], "high-1");
     assert_eq!(cov["line"], "flux1/decode/0/cudnn/native/any/bf16");
 }
@@ -214,7 +217,7 @@ fn demand_edited_in_the_store() {
     }
     fs::write(&path, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
     let j = caught(root.path(), "points-changed");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "points-changed").unwrap();
+    let f = first(&j, "points-changed");
     assert_eq!(f["line"], "sd/encode/0/cudnn/native/any/fp16");
     assert!(f["message"].as_str().unwrap().contains("size or demand was edited"));
 }
@@ -224,7 +227,7 @@ fn margin_changed_in_the_shipped_file() {
     let root = scratch();
     edit(&root.path().join("fits/vae.json"), "\"margin\": \"0.05\"", "\"margin\": \"0.04\"");
     let j = caught(root.path(), "margin");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "margin").unwrap();
+    let f = first(&j, "margin");
     assert_eq!(f["expected"], "0.05");
     assert_eq!(f["found"], "0.04");
 }
@@ -270,7 +273,7 @@ fn exception_removed_leaves_a_point_over_the_bound() {
     edit(&policy, &block, "");
     emit(root.path());
     let j = caught(root.path(), "ratio-bound");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "ratio-bound").unwrap();
+    let f = first(&j, "ratio-bound");
     assert_eq!(f["points"][0], over[0].as_str());
     assert_eq!(f["file"], "fits/policy.toml");
 }
@@ -287,7 +290,7 @@ fn stale_exception() {
     .unwrap();
     emit(root.path());
     let j = caught(root.path(), "stale-exception");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "stale-exception").unwrap();
+    let f = first(&j, "stale-exception");
     assert_eq!(f["points"][0], "i7785061-flux1-decode-fp16-1024x1024");
 }
 
@@ -300,7 +303,7 @@ fn excluded_id_that_names_no_point() {
         "id = \"i7785061-sd15-encode-fp16-1536x1563\"",
     );
     let j = caught(root.path(), "unknown-id");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "unknown-id").unwrap();
+    let f = first(&j, "unknown-id");
     assert_eq!(f["points"][0], "i7785061-sd15-encode-fp16-1536x1563");
     // The tiled encode it should have excluded is now in the line and over-reserved.
     assert!(codes(&j).contains(&"points-changed".to_string()));
@@ -311,7 +314,7 @@ fn unknown_policy_key() {
     let root = scratch();
     edit(&root.path().join("fits/policy.toml"), "min_sizes = 3", "min_sizes = 3\nmin_size = 4");
     let j = caught(root.path(), "unknown-key");
-    let f = j["findings"].as_array().unwrap().iter().find(|f| f["code"] == "unknown-key").unwrap();
+    let f = first(&j, "unknown-key");
     assert!(f["message"].as_str().unwrap().contains("'min_size'"));
     assert_eq!(f["file"], "fits/policy.toml");
     assert!(f["hint"].as_str().unwrap().contains("spelling"), "{f}");
@@ -428,7 +431,7 @@ fn an_exception_naming_no_point_is_reported_once() {
     let text = fs::read_to_string(&policy).unwrap();
     fs::write(&policy, format!("{text}\n[[exception]]\nid = \"ghost\"\nreason = \"x\"\n")).unwrap();
     let j = caught(root.path(), "stale-exception");
-    let stale: Vec<_> = j["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "stale-exception").collect();
+    let stale = with_code(&j, "stale-exception");
     assert_eq!(stale.len(), 1, "{stale:?}");
     assert!(stale[0]["message"].as_str().unwrap().contains("names no point"));
 }

@@ -1,9 +1,9 @@
 //! `vramfit emit`: write `fits/vae.json` from the points and the policy.
 
-use super::inputs;
 use crate::coefficients::assemble::assemble;
 use crate::coefficients::emit::{diff, LineChange};
 use crate::coefficients::{self, CoefficientsFile};
+use crate::inputs;
 use anyhow::Result;
 use serde::Serialize;
 use std::path::Path;

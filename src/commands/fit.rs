@@ -1,7 +1,7 @@
 //! `vramfit fit`: fit every line and show it, without writing anything.
 
-use super::inputs;
 use crate::coefficients::assemble::{assemble, slope_text, Line};
+use crate::inputs;
 use anyhow::Result;
 use serde::Serialize;
 use std::path::Path;

@@ -4,7 +4,7 @@
 pub mod emit;
 pub mod fit;
 pub mod ingest;
-pub mod inputs;
+
 pub mod plan;
 pub mod points;
 pub mod reserve;

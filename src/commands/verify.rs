@@ -1,7 +1,7 @@
 //! `vramfit verify`: the audit CI runs.
 
-use super::inputs;
 use crate::coefficients;
+use crate::inputs;
 use crate::pricing::{Coefficients, Pricer};
 use crate::verify::{self, VerifyReport};
 use anyhow::Result;

@@ -9,7 +9,7 @@ mod reproduce;
 
 use crate::coefficients::assemble::{assemble, Line};
 use crate::coefficients::CoefficientsFile;
-use crate::commands::inputs::Inputs;
+use crate::inputs::Inputs;
 use crate::pricing::Pricer;
 use anyhow::Result;
 use serde::Serialize;
