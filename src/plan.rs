@@ -182,7 +182,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     if all <= b.bytes {
         let mut p = finish("vae", b, n, Verdict::Full, Some(n));
         p.peak_bytes = Some(all);
-        p.per_item_bytes = Some(if n > 1 { price(2, q.tile)? - one } else { one });
+        p.per_item_bytes = Some(if n > 1 { price(2, q.tile)?.saturating_sub(one) } else { one });
         p.reasons.push(format!("all {n} item(s) reserve {} ≤ budget {}", mib(all), mib(b.bytes)));
         return Ok(p);
     }
@@ -200,7 +200,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
         let g = lo;
         let mut p = finish("vae", b, n, Verdict::Chunked, Some(g));
         p.peak_bytes = Some(price(g, q.tile)?);
-        p.per_item_bytes = Some(price(2, q.tile)? - one);
+        p.per_item_bytes = Some(price(2, q.tile)?.saturating_sub(one));
         p.reasons.push(format!(
             "all {n} reserve {} > budget {}; groups of {g} reserve {}",
             mib(all),

@@ -7,4 +7,5 @@ mod ingest;
 mod plan;
 mod points;
 mod reserve;
+mod snapshots;
 mod verify;

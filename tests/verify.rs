@@ -503,3 +503,77 @@ fn pricer_that_forgets_the_legacy_floor() {
     assert!(floor.iter().any(|f| f.message.contains("sd/decode/0/miopen/fp16")), "{floor:?}");
     assert!(floor.iter().all(|f| f.file == "src/pricing/mod.rs"));
 }
+
+#[test]
+fn a_support_id_that_names_no_point_breaks_the_certificate() {
+    let root = scratch();
+    edit(
+        &root.path().join("fits/vae.json"),
+        "\"i7785061-flux1-decode-fp16-2048x2048\"\n      ],\n      \"support_kind\"",
+        "\"i7785061-flux1-decode-fp16-2048x2049\"\n      ],\n      \"support_kind\"",
+    );
+    let j = caught(root.path(), "certificate");
+    let msgs = messages(&j, "certificate");
+    assert!(
+        msgs.iter().any(|m| m.contains("support point i7785061-flux1-decode-fp16-2048x2049 is not among")),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn a_hull_edge_right_of_the_mean_is_not_the_optimum() {
+    // The SD fp16 decode hull edge 1536² → 2048² covers every point, but the
+    // mean size (about 1300²) lies to its left.
+    let root = scratch();
+    let store: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.path().join("measurements/vae.json")).unwrap()).unwrap();
+    let demand = |id: &str| -> i128 {
+        store["points"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap()["demand_bytes"].as_u64().unwrap()
+            as i128
+    };
+    let (x1, y1) = (2_359_296i128, demand("i7785061-sdxl-decode-fp16-1536x1536"));
+    let (x2, y2) = (4_194_304i128, demand("i7785061-sd15-decode-fp16-2048x2048"));
+    let slope = format!("{}/{}", y2 - y1, x2 - x1);
+    let base = format!("{}/{}", y1 * (x2 - x1) - (y2 - y1) * x1, x2 - x1);
+    let f = root.path().join("fits/vae.json");
+    let text = fs::read_to_string(&f).unwrap();
+    let at = text.find("\"sd\",\n      \"op\": \"decode\",\n      \"tile\": 0,\n      \"conv_backend\": \"cudnn\",\n      \"allocator\": \"native\",\n      \"os\": \"any\",\n      \"dtype\": \"fp16\"").unwrap();
+    let (head, tail) = text.split_at(at);
+    let tail = tail
+        .replacen(
+            "\"i7785061-sdxl-decode-fp16-1024x1024\",\n        \"i7785061-sdxl-decode-fp16-1536x1536\"",
+            "\"i7785061-sdxl-decode-fp16-1536x1536\",\n        \"i7785061-sd15-decode-fp16-2048x2048\"",
+            1,
+        )
+        .replacen(
+            "\"slope\": \"4240\",\n        \"base\": \"35651584\"",
+            &format!("\"slope\": \"{slope}\",\n        \"base\": \"{base}\""),
+            1,
+        );
+    fs::write(&f, format!("{head}{tail}")).unwrap();
+    let j = caught(root.path(), "certificate");
+    let msgs = messages(&j, "certificate");
+    assert!(msgs.iter().any(|m| m.contains("the mean size lies outside the support edge")), "{msgs:?}");
+    assert!(!msgs.iter().any(|m| m.contains("lies above") || m.contains("does not lie on")), "{msgs:?}");
+}
+
+#[test]
+fn a_point_priced_exactly_at_its_demand_is_covered() {
+    // A carried line of 7500.25 B/px + 64 MiB and a point at 512² whose
+    // demand is exactly ceil(750025 × 262144 / 100) + 64 MiB.
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap();
+    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    let f = root.path().join("exact.csv");
+    fs::write(
+        &f,
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n\
+         exact-1,test,miopen,native,linux,sd,decode,0,fp16,512,512,1,2033254400\n",
+    )
+    .unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    emit(root.path());
+    let (rc, j) = verify_json(root.path());
+    assert_eq!(rc, 0, "{:?}", j["findings"]);
+}

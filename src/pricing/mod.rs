@@ -246,7 +246,9 @@ impl Coefficients {
                  (params) in the registry; add it to fits/policy.toml, or give --loaded-dtype {run}"
             )
         })?;
-        Ok(params * (run.elem_bytes() - loaded.elem_bytes()))
+        params
+            .checked_mul(run.elem_bytes() - loaded.elem_bytes())
+            .ok_or_else(|| anyhow!("cast growth of {family} overflows"))
     }
 
     fn legacy_at(&self, key: &LineKey, pixels: u64) -> Option<u64> {

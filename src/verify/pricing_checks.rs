@@ -132,7 +132,7 @@ pub(super) fn floor(cx: &mut Ctx) {
     for s in cx.shipped.lines.iter().filter(|s| s.kind == "carried") {
         let Ok(centi) = s.slope_centi() else { continue };
         for (w, h) in &grid {
-            let x = w * h;
+            let x = w.saturating_mul(*h);
             let k = &s.key;
             let Some(l) =
                 crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x)
@@ -189,7 +189,7 @@ pub(super) fn floor(cx: &mut Ctx) {
                                     *tile,
                                     *backend,
                                     *dtype,
-                                    w * h,
+                                    w.saturating_mul(*h),
                                 ) else {
                                     continue;
                                 };
@@ -248,7 +248,7 @@ pub(super) fn query_path(cx: &mut Ctx) {
                     if reported {
                         continue;
                     }
-                    let x = w * h * batch;
+                    let x = w.saturating_mul(*h).saturating_mul(batch);
                     let expected = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
                     let q = Query {
                         vae: k.vae.clone(),

@@ -1,0 +1,94 @@
+//! Snapshot tests of the human output: what a person reads in a terminal
+//! changes only on purpose. Regenerate with `VRAMFIT_UPDATE_SNAPSHOTS=1 cargo test`
+//! and review the diff.
+
+use crate::common::*;
+use std::fs;
+
+fn snapshot_of(name: &str, args: &[&str]) {
+    let out = vramfit().arg("--root").arg(repo()).args(args).output().unwrap();
+    let got = stdout_of(&out);
+    let path = fixture(&format!("snapshots/{name}.txt"));
+    if std::env::var_os("VRAMFIT_UPDATE_SNAPSHOTS").is_some() {
+        fs::write(&path, &got).unwrap();
+    }
+    let want = fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(got, want, "{name}: human output changed (VRAMFIT_UPDATE_SNAPSHOTS=1 to accept)");
+}
+
+#[test]
+fn fit_table() {
+    snapshot_of("fit", &["fit"]);
+}
+
+#[test]
+fn verify_table() {
+    snapshot_of("verify", &["verify"]);
+}
+
+#[test]
+fn reserve_answer() {
+    snapshot_of(
+        "reserve",
+        &[
+            "reserve",
+            "sdxl",
+            "decode",
+            "1024x1024",
+            "--fp32",
+            "true",
+            "--loaded-dtype",
+            "fp16",
+            "--os",
+            "linux",
+            "--coefficients",
+            "fits/vae.json",
+        ],
+    );
+}
+
+#[test]
+fn plan_answers() {
+    snapshot_of(
+        "plan-vae",
+        &[
+            "plan",
+            "sdxl",
+            "decode",
+            "1024x1024",
+            "--batch",
+            "16",
+            "--dtype",
+            "fp16",
+            "--os",
+            "linux",
+            "--free",
+            "24GiB",
+        ],
+    );
+    snapshot_of(
+        "plan-canvas",
+        &[
+            "plan",
+            "canvas",
+            "1280x720",
+            "--frames",
+            "240",
+            "--upscale",
+            "4",
+            "--free",
+            "20GiB",
+            "--share",
+            "0.25",
+            "--cap",
+            "1GiB",
+            "--transient",
+            "9",
+        ],
+    );
+}
+
+#[test]
+fn emit_check_table() {
+    snapshot_of("emit-check", &["emit", "--check"]);
+}
