@@ -6,7 +6,9 @@ use crate::common::*;
 use std::fs;
 
 fn snapshot_of(name: &str, args: &[&str]) {
-    let out = vramfit().arg("--root").arg(repo()).args(args).output().unwrap();
+    // Run from the repository root with relative paths, so the output does
+    // not depend on where the checkout lives.
+    let out = vramfit().current_dir(repo()).args(args).output().unwrap();
     let got = stdout_of(&out);
     let path = fixture(&format!("snapshots/{name}.txt"));
     if std::env::var_os("VRAMFIT_UPDATE_SNAPSHOTS").is_some() {
