@@ -40,11 +40,6 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
     u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
 }
 
-/// Bytes as MiB rounded up: how reservations are shown.
-pub fn mib_ceil(bytes: u64) -> u64 {
-    bytes.div_ceil(crate::exact::MIB)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

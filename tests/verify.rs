@@ -21,6 +21,9 @@ fn codes(j: &serde_json::Value) -> Vec<String> {
 fn caught(root: &Path, code: &str) -> serde_json::Value {
     let (rc, j) = verify_json(root);
     assert_eq!(rc, 1, "verify must fail; findings: {:?}", codes(&j));
+    for c in codes(&j) {
+        assert!(vramfit::verify::CODES.contains(&c.as_str()), "'{c}' is not a documented code");
+    }
     assert!(codes(&j).iter().any(|c| c == code), "expected '{code}' in {:?}", codes(&j));
     j
 }

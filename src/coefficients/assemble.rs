@@ -1,7 +1,7 @@
 //! Lines from points under the policy: which points each line has, its
 //! fitted or carried values, and how it prices its own points.
 
-use crate::exact::{Ratio, MIB};
+use crate::exact::Ratio;
 use crate::fit::{self, Envelope, FitPoint, Rounded};
 use crate::points::{LineKey, Point};
 use crate::policy::Policy;
@@ -160,9 +160,4 @@ fn line(key: LineKey, pts: &[Point], policy: &Policy) -> Result<Line> {
 /// The shipped slope as a decimal with two places.
 pub fn slope_text(slope_centi: u64) -> String {
     crate::exact::format_scaled(i128::from(slope_centi), 2)
-}
-
-/// MiB shown for a byte count, rounded up.
-pub fn mib_up(bytes: u64) -> u64 {
-    bytes.div_ceil(MIB)
 }

@@ -7,7 +7,7 @@
 pub mod assemble;
 pub mod emit;
 
-use crate::exact::{exact_decimal, Ratio, MIB};
+use crate::exact::{Ratio, MIB};
 use crate::points::LineKey;
 use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy, VaeEntry};
 use crate::vocab::Allocator;
@@ -267,9 +267,4 @@ impl ShippedLine {
         let e = self.envelope.as_ref()?;
         Some((Ratio::parse_fraction(&e.slope)?, Ratio::parse_fraction(&e.base)?))
     }
-}
-
-/// The margin as written, for messages.
-pub fn margin_text(r: &Ratio) -> String {
-    exact_decimal(r)
 }

@@ -1,0 +1,217 @@
+//! The maintainer's declared rules (`fits/policy.toml`, SPEC §4).
+//!
+//! Parsing is strict: structural mistakes (a wrong type, a missing `reason`)
+//! are errors, and unknown keys or ids that name no point are collected as
+//! [`Problem`]s. `fit` and `emit` refuse to run with problems; `verify`
+//! reports them as findings, so CI names every one of them at once.
+
+mod parse;
+
+pub use parse::parse;
+
+use crate::exact::Ratio;
+use crate::points::{LineKey, Point};
+use crate::vocab::{Allocator, ConvBackend, Dtype, Os};
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The one unmeasured-platform rule vramfit implements (SPEC §6.5).
+pub const UNMEASURED_RULE: &str = "max-measured-with-legacy-floor";
+
+/// A point id listed in `[[exclude]]` or `[[exception]]`, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    pub id: String,
+    pub reason: String,
+}
+
+/// A line whose values are declared, not fitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carry {
+    pub key: LineKey,
+    /// Slope in hundredths of a byte per pixel.
+    pub slope_centi: u64,
+    pub base_mib: u64,
+    pub reason: String,
+}
+
+/// A `(conv_backend, allocator)` pair whose lines keep their OS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsSpecific {
+    pub conv_backend: ConvBackend,
+    /// `None` means every allocator of that backend.
+    pub allocator: Option<Allocator>,
+}
+
+/// The allocator a platform runs when nothing is configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorDefault {
+    pub conv_backend: ConvBackend,
+    pub os: Os,
+    pub allocator: Allocator,
+}
+
+/// The k constants of the v1 estimator for one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyK {
+    pub decode: u64,
+    pub encode: u64,
+}
+
+/// The previous estimator (SPEC §7): the floor for unmeasured platforms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Legacy {
+    pub k: BTreeMap<ConvBackend, LegacyK>,
+    /// Backend whose k a backend without its own entry uses.
+    pub fallback_backend: ConvBackend,
+    pub elem_bytes: BTreeMap<Dtype, u64>,
+    /// Multiplier for a tiled decode/encode (`tile² × E × k × factor`).
+    pub tile_factor: Ratio,
+    /// Extra MiB per family when it runs fp32 (v1: `sd` adds 250).
+    pub fp32_extra_mib: BTreeMap<String, u64>,
+}
+
+/// One VAE family of the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaeEntry {
+    /// Model names that resolve to this family.
+    pub models: Vec<String>,
+    /// Weight count, for the cast growth of SPEC §6.6; unknown when absent.
+    pub params: Option<u64>,
+}
+
+/// Family names and model aliases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Registry(pub BTreeMap<String, VaeEntry>);
+
+impl Registry {
+    /// The family a family or model name stands for (case-insensitive).
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        let n = name.trim();
+        for (family, entry) in &self.0 {
+            if family.eq_ignore_ascii_case(n) || entry.models.iter().any(|m| m.eq_ignore_ascii_case(n)) {
+                return Some(family.as_str());
+            }
+        }
+        None
+    }
+
+    /// Families and their models, for "accepted: …" messages.
+    pub fn describe(&self) -> String {
+        self.0
+            .iter()
+            .map(|(f, e)| if e.models.is_empty() { f.clone() } else { format!("{f} ({})", e.models.join(", ")) })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn params(&self, family: &str) -> Option<u64> {
+        self.0.get(family).and_then(|e| e.params)
+    }
+}
+
+/// The parsed policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub margin: Ratio,
+    pub ratio_bound: Ratio,
+    pub min_sizes: usize,
+    pub unmeasured: String,
+    pub excludes: Vec<Listed>,
+    pub exceptions: Vec<Listed>,
+    pub carries: Vec<Carry>,
+    pub os_specific: Vec<OsSpecific>,
+    pub allocator_defaults: Vec<AllocatorDefault>,
+    /// The allocator when no `[[allocator_default]]` matches.
+    pub default_allocator: Allocator,
+    pub legacy: Option<Legacy>,
+    pub registry: Registry,
+    /// `(width, height)` sizes for tables and floor checks.
+    pub grid: Vec<(u64, u64)>,
+    /// Tile edges `plan` may fall back to, largest first.
+    pub tiles: Vec<u32>,
+}
+
+/// A problem verify reports as a finding and fit/emit treat as an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `unknown-key`, `unknown-id` or `stale-exception`.
+    pub code: &'static str,
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+impl Policy {
+    /// Whether lines of this `(conv_backend, allocator)` pair keep their OS.
+    pub fn is_os_specific(&self, backend: ConvBackend, allocator: Allocator) -> bool {
+        is_os_specific(&self.os_specific, backend, allocator)
+    }
+
+    /// The line a point belongs to: its key, with `os = any` unless the
+    /// pair is OS-specific.
+    pub fn line_key(&self, p: &Point) -> LineKey {
+        let mut k = p.key();
+        if !self.is_os_specific(k.conv_backend, k.allocator) {
+            k.os = Os::Any;
+        }
+        k
+    }
+
+    pub fn is_excluded(&self, id: &str) -> bool {
+        self.excludes.iter().any(|e| e.id == id)
+    }
+
+    pub fn is_exception(&self, id: &str) -> bool {
+        self.exceptions.iter().any(|e| e.id == id)
+    }
+
+    /// Excluded or excepted ids that name no point.
+    pub fn unknown_ids(&self, points: &[Point]) -> Vec<Problem> {
+        let ids: BTreeSet<&str> = points.iter().map(|p| p.id.as_str()).collect();
+        let mut out = Vec::new();
+        for e in &self.excludes {
+            if !ids.contains(e.id.as_str()) {
+                out.push(Problem {
+                    code: "unknown-id",
+                    ids: vec![e.id.clone()],
+                    message: format!(
+                        "fits/policy.toml: [[exclude]] id '{}' names no point in measurements/vae.json; \
+                         fix the id or remove the entry",
+                        e.id
+                    ),
+                });
+            }
+        }
+        for e in &self.exceptions {
+            if !ids.contains(e.id.as_str()) {
+                out.push(Problem {
+                    code: "stale-exception",
+                    ids: vec![e.id.clone()],
+                    message: format!(
+                        "fits/policy.toml: [[exception]] id '{}' names no point in measurements/vae.json; \
+                         fix the id or remove the entry",
+                        e.id
+                    ),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Shared with the shipped file, which carries the same pairs.
+pub fn is_os_specific(pairs: &[OsSpecific], backend: ConvBackend, allocator: Allocator) -> bool {
+    pairs.iter().any(|o| o.conv_backend == backend && o.allocator.is_none_or(|a| a == allocator))
+}
+
+/// Reads `fits/policy.toml` under `root`, failing on any problem (fit, emit, ingest).
+pub fn load_strict(root: &std::path::Path) -> Result<Policy> {
+    let path = root.join("fits/policy.toml");
+    let text = crate::fsio::read_text(&path)?;
+    let (policy, problems) = parse(&text, &path.display().to_string())?;
+    if let Some(p) = problems.first() {
+        bail!("{}", p.message);
+    }
+    Ok(policy)
+}
