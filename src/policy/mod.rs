@@ -169,27 +169,17 @@ impl Policy {
     /// Excluded or excepted ids that name no point.
     pub fn unknown_ids(&self, points: &[Point]) -> Vec<Problem> {
         let ids: BTreeSet<&str> = points.iter().map(|p| p.id.as_str()).collect();
+        // An excluded id that names no point is a typo that lets a bad point
+        // back in; an exception that names no point is stale.
+        let lists = [(&self.excludes, "exclude", "unknown-id"), (&self.exceptions, "exception", "stale-exception")];
         let mut out = Vec::new();
-        for e in &self.excludes {
-            if !ids.contains(e.id.as_str()) {
+        for (list, table, code) in lists {
+            for e in list.iter().filter(|e| !ids.contains(e.id.as_str())) {
                 out.push(Problem {
-                    code: "unknown-id",
+                    code,
                     ids: vec![e.id.clone()],
                     message: format!(
-                        "fits/policy.toml: [[exclude]] id '{}' names no point in measurements/vae.json; \
-                         fix the id or remove the entry",
-                        e.id
-                    ),
-                });
-            }
-        }
-        for e in &self.exceptions {
-            if !ids.contains(e.id.as_str()) {
-                out.push(Problem {
-                    code: "stale-exception",
-                    ids: vec![e.id.clone()],
-                    message: format!(
-                        "fits/policy.toml: [[exception]] id '{}' names no point in measurements/vae.json; \
+                        "fits/policy.toml: [[{table}]] id '{}' names no point in measurements/vae.json; \
                          fix the id or remove the entry",
                         e.id
                     ),
