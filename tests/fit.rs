@@ -154,10 +154,7 @@ fn emit_check_fails_and_shows_the_change_when_a_point_moves_a_line() {
 #[test]
 fn carried_lines_are_shipped_with_their_reason() {
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let mut text = fs::read_to_string(&policy).unwrap();
-    text.push_str(&fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap());
-    fs::write(&policy, text).unwrap();
+    add_carry(root.path(), "7500.25", 64);
     let out = vramfit().arg("--root").arg(root.path()).arg("emit").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert!(stdout_of(&out).contains("sd/decode/0/miopen/native/linux/fp16"));

@@ -57,9 +57,7 @@ fn batch_scales_the_pixel_term_only() {
 #[test]
 fn carried_line_prices_by_its_own_values() {
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap();
-    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    add_carry(root.path(), "7500.25", 64);
     vramfit().arg("--root").arg(root.path()).arg("emit").assert().code(0);
     let r = root.path().to_str().unwrap();
     let j = reserve_json(

@@ -147,9 +147,7 @@ fn a_negative_envelope_breaks_the_certificate() {
 #[test]
 fn carried_stand_in_below_legacy() {
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap().replace("7500.25", "1.00");
-    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    add_carry(root.path(), "1.00", 64);
     emit(root.path());
     let j = caught(root.path(), "floor");
     let f = first(&j, "floor");
@@ -160,9 +158,7 @@ fn carried_stand_in_below_legacy() {
 #[test]
 fn a_carried_line_at_or_above_legacy_passes() {
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap();
-    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    add_carry(root.path(), "7500.25", 64);
     emit(root.path());
     let (rc, j) = verify_json(root.path());
     assert_eq!(rc, 0, "{:?}", j["findings"]);
@@ -443,12 +439,7 @@ fn an_exception_naming_no_point_is_reported_once() {
 fn a_carried_line_exactly_at_legacy_passes() {
     // Legacy for MIOpen fp16 decodes is 2 × 3600 = 7200 B/px with no base.
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml"))
-        .unwrap()
-        .replace("7500.25", "7200.00")
-        .replace("base_mib = 64", "base_mib = 0");
-    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    add_carry(root.path(), "7200.00", 0);
     emit(root.path());
     let (rc, j) = verify_json(root.path());
     assert_eq!(rc, 0, "{:?}", j["findings"]);
@@ -565,9 +556,7 @@ fn a_point_priced_exactly_at_its_demand_is_covered() {
     // A carried line of 7500.25 B/px + 64 MiB and a point at 512² whose
     // demand is exactly ceil(750025 × 262144 / 100) + 64 MiB.
     let root = scratch();
-    let policy = root.path().join("fits/policy.toml");
-    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml")).unwrap();
-    fs::write(&policy, format!("{}{carry}", fs::read_to_string(&policy).unwrap())).unwrap();
+    add_carry(root.path(), "7500.25", 64);
     let f = root.path().join("exact.csv");
     fs::write(
         &f,

@@ -76,3 +76,15 @@ pub fn stderr_of(out: &std::process::Output) -> String {
 pub fn json_of(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", stdout_of(out)))
 }
+
+/// Appends the fixture `[[carry]]` (sd decode fp16 on ROCm native Linux) to
+/// a scratch root's policy, with the given slope and base.
+pub fn add_carry(root: &Path, slope: &str, base_mib: u64) {
+    let policy = root.join("fits/policy.toml");
+    let carry = fs::read_to_string(fixture("policy/carry_miopen.toml"))
+        .unwrap()
+        .replace("7500.25", slope)
+        .replace("base_mib = 64", &format!("base_mib = {base_mib}"));
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, format!("{text}{carry}")).unwrap();
+}
