@@ -10,6 +10,7 @@
 use crate::exact::Ratio;
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::{Pricer, Query};
+use crate::units::mib_text as mib;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
@@ -146,10 +147,6 @@ pub fn groups(n: u64, g: u64) -> Vec<[u64; 2]> {
         0 | 1 => all,
         c => vec![all[0], all[c - 1]],
     }
-}
-
-fn mib(b: u64) -> String {
-    format!("{} MiB", b.div_ceil(crate::exact::MIB))
 }
 
 fn finish(workload: &'static str, b: &Budget, items: u64, verdict: Verdict, g: Option<u64>) -> Plan {

@@ -40,6 +40,11 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
     u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
 }
 
+/// Bytes as whole MiB rounded up, for messages (`4488 MiB`).
+pub fn mib_text(bytes: u64) -> String {
+    format!("{} MiB", bytes.div_ceil(crate::exact::MIB))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,6 +46,27 @@ pub struct Query {
     pub os: Choice<Os>,
 }
 
+impl Query {
+    /// A line key's own query at a size, with allocator and OS given and no
+    /// cast: how checks price a point or a line.
+    pub fn at_key(key: &LineKey, width: u64, height: u64, batch: u64) -> Query {
+        Query {
+            vae: key.vae.clone(),
+            op: key.op,
+            tile: key.tile,
+            width,
+            height,
+            batch,
+            dtype: Some(key.dtype),
+            loaded_dtype: None,
+            fp32: None,
+            conv_backend: key.conv_backend,
+            allocator: Choice::Given(key.allocator),
+            os: Choice::Given(key.os),
+        }
+    }
+}
+
 /// Which rule set the price.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

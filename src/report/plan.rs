@@ -1,9 +1,6 @@
 use super::Report;
 use crate::plan::Plan;
-
-fn mib(b: u64) -> String {
-    format!("{} MiB", b.div_ceil(crate::exact::MIB))
-}
+use crate::units::mib_text as mib;
 
 impl Report for Plan {
     fn table(&self) -> String {

@@ -6,6 +6,7 @@ use super::{Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
 use crate::coefficients::assemble::slope_text;
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
+use crate::points::LineKey;
 use crate::pricing::platform::{EnvSnapshot, ALLOC_VARS, HIP_ALLOC_VAR};
 use crate::pricing::{Choice, Query, Rule};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
@@ -28,20 +29,7 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
     let mut over_bound_ids = std::collections::BTreeSet::new();
     for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
         let line = policy.line_key(p).to_string();
-        let q = Query {
-            vae: p.vae.clone(),
-            op: p.op,
-            tile: p.tile,
-            width: p.width,
-            height: p.height,
-            batch: p.batch,
-            dtype: Some(p.dtype),
-            loaded_dtype: None,
-            fp32: None,
-            conv_backend: p.conv_backend,
-            allocator: Choice::Given(p.allocator),
-            os: Choice::Given(p.os),
-        };
+        let q = Query::at_key(&p.key(), p.width, p.height, p.batch);
         cx.pricings += 1;
         let price = match cx.pricer.price(&q, &EnvSnapshot::default()) {
             Ok(pr) => pr,
@@ -168,20 +156,17 @@ pub(super) fn floor(cx: &mut Ctx) {
                     for backend in ConvBackend::ALL {
                         for os in [Os::Linux, Os::Windows] {
                             for (w, h) in &grid {
-                                let q = Query {
+                                let key = LineKey {
                                     vae: family.clone(),
                                     op: *op,
                                     tile: *tile,
-                                    width: *w,
-                                    height: *h,
-                                    batch: 1,
-                                    dtype: Some(*dtype),
-                                    loaded_dtype: None,
-                                    fp32: None,
                                     conv_backend: *backend,
-                                    allocator: Choice::Auto,
-                                    os: Choice::Given(os),
+                                    allocator: Allocator::Native,
+                                    os,
+                                    dtype: *dtype,
                                 };
+                                // The allocator is left to detection: the platform default.
+                                let q = Query { allocator: Choice::Auto, ..Query::at_key(&key, *w, *h, 1) };
                                 let Some(l) = crate::pricing::legacy::legacy_bytes(
                                     legacy,
                                     family,
@@ -250,20 +235,7 @@ pub(super) fn query_path(cx: &mut Ctx) {
                     }
                     let x = w.saturating_mul(*h).saturating_mul(batch);
                     let expected = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
-                    let q = Query {
-                        vae: k.vae.clone(),
-                        op: k.op,
-                        tile: k.tile,
-                        width: *w,
-                        height: *h,
-                        batch,
-                        dtype: Some(k.dtype),
-                        loaded_dtype: None,
-                        fp32: None,
-                        conv_backend: k.conv_backend,
-                        allocator: *allocator,
-                        os: *os,
-                    };
+                    let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
                     cx.pricings += 1;
                     let got = cx.pricer.price(&q, env);
                     let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
