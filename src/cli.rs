@@ -241,6 +241,9 @@ struct EmitArgs {
     /// Do not write: exit 1 if the shipped file would change.
     #[arg(long)]
     check: bool,
+    /// Write even when verify would report findings on the new file (still exits 1).
+    #[arg(long, conflicts_with = "check")]
+    force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -447,12 +450,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Fit => {
             let r = commands::fit::run(&root)?;
             emit(&report::render(&r, format, "fit")?);
-            Ok(EXIT_OK)
+            Ok(if r.findings.is_empty() { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Emit(a) => {
-            let r = commands::emit::run(&root, a.check)?;
+            let r = commands::emit::run(&root, a.check, a.force)?;
             emit(&report::render(&r, format, "emit")?);
-            Ok(if a.check && r.changed { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(if (a.check && r.changed) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Verify => {
             let r = commands::verify::run(&root)?;

@@ -1,22 +1,43 @@
-//! File writes that either happen whole or not at all, and content digests.
+//! File writes that either happen whole or not at all, the lock that keeps
+//! two writers from losing each other's rows, and content digests.
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The prefix of every temporary file vramfit writes beside its target.
+fn tmp_prefix(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(".{name}.tmp-")
+}
+
+fn folder_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and
-/// a rename, so a reader (or a crash) never sees half a file.
+/// a rename, so a reader (or a crash) never sees half a file. The new file
+/// keeps the permission bits of the one it replaces, and the temporary file
+/// is removed on every failure path. Callers hold a [`RootLock`], so any
+/// temporary file of the same target found here was left by a killed run
+/// and is removed first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp: PathBuf = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    remove_stale_temps(path);
+    let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), std::process::id()));
+    let keep = fs::metadata(path).ok().map(|m| m.permissions());
     let result = (|| -> Result<()> {
         let mut f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
         f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
         f.sync_all().with_context(|| format!("cannot sync {}", tmp.display()))?;
+        drop(f);
+        if let Some(perms) = keep {
+            fs::set_permissions(&tmp, perms).with_context(|| format!("cannot set permissions of {}", tmp.display()))?;
+        }
         fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
         Ok(())
     })();
@@ -24,6 +45,74 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Removes temporary files of `path` left by a run that was killed between
+/// creating and renaming them. Only called under the root lock.
+pub fn remove_stale_temps(path: &Path) {
+    let prefix = tmp_prefix(path);
+    let Ok(entries) = fs::read_dir(folder_of(path)) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_temp =
+            name.strip_prefix(&prefix).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if is_temp && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// An exclusive lock on a root, held by `ingest` and `emit` for their whole
+/// read–modify–write, so two writers never both read the old file and the
+/// second rename drops the first one's rows. Released when dropped (and by
+/// the OS when the process dies, so a killed run never leaves it stuck).
+pub struct RootLock {
+    _file: fs::File,
+}
+
+/// How long a writer waits quietly before it says it is waiting.
+const QUIET_WAIT: Duration = Duration::from_secs(1);
+
+impl RootLock {
+    /// Takes the lock on `root`, waiting for another writer if there is
+    /// one; after a second of waiting it says so on stderr.
+    pub fn acquire(root: &Path) -> Result<RootLock> {
+        let file = lock_target(root)?;
+        let start = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(RootLock { _file: file }),
+                Err(fs::TryLockError::WouldBlock) if start.elapsed() < QUIET_WAIT => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    eprintln!("vramfit: waiting for another vramfit that is writing under {} to finish …", shown(root));
+                    file.lock().with_context(|| format!("cannot lock {}", root.display()))?;
+                    return Ok(RootLock { _file: file });
+                }
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(anyhow::anyhow!("{}: cannot lock the folder for writing: {e}", shown(root)))
+                }
+            }
+        }
+    }
+}
+
+/// The root folder itself on Unix (nothing new appears in the tree); a
+/// lock file elsewhere, where a folder cannot be opened as a file.
+fn lock_target(root: &Path) -> Result<fs::File> {
+    let dir = if root.as_os_str().is_empty() { Path::new(".") } else { root };
+    if cfg!(unix) {
+        fs::File::open(dir).with_context(|| format!("{}: cannot open the folder to lock it", shown(dir)))
+    } else {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".vramfit.lock"))
+            .with_context(|| format!("{}: cannot create .vramfit.lock", shown(dir)))
+    }
 }
 
 /// `sha256:<hex>` of some bytes: the digest form used in shipped files.

@@ -18,6 +18,9 @@ pub struct Inputs {
 
 /// Loads `measurements/vae.json` and `fits/policy.toml` under `root`.
 pub fn load(root: &Path) -> Result<Inputs> {
+    let policy_path = root.join("fits/policy.toml");
+    let policy_text = crate::fsio::read_text(&policy_path)?;
+    let (policy, mut problems) = policy::parse(&policy_text, &crate::fsio::shown(&policy_path))?;
     let points_path = store::path(root);
     let points_bytes = std::fs::read(&points_path).map_err(|e| {
         anyhow::anyhow!("{}: cannot read ({e}); run `vramfit ingest` first", crate::fsio::shown(&points_path))
@@ -25,10 +28,8 @@ pub fn load(root: &Path) -> Result<Inputs> {
     let points = store::parse(
         std::str::from_utf8(&points_bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8", points_path.display()))?,
         &crate::fsio::shown(&points_path),
+        &policy.registry,
     )?;
-    let policy_path = root.join("fits/policy.toml");
-    let policy_text = crate::fsio::read_text(&policy_path)?;
-    let (policy, mut problems) = policy::parse(&policy_text, &crate::fsio::shown(&policy_path))?;
     problems.extend(policy.unknown_ids(&points));
     let points_bytes = store::to_bytes(&points)?;
     Ok(Inputs { points, points_bytes, policy, policy_bytes: policy_text.into_bytes(), problems })

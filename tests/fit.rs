@@ -114,17 +114,24 @@ fn emit_reproduces_the_shipped_file_and_check_passes() {
 }
 
 #[test]
-fn emit_ignores_the_order_points_are_stored_in() {
+fn a_store_out_of_id_order_is_refused_and_nothing_is_written() {
+    // The store is kept sorted by id; a merge or hand edit that reorders it
+    // is an input error (exit 2) naming the id, never a silent re-sort.
     let root = scratch();
     let path = root.path().join("measurements/vae.json");
     let mut store: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-    store["points"].as_array_mut().unwrap().reverse();
     let arr = store["points"].as_array_mut().unwrap();
-    let n = arr.len();
-    arr.swap(0, n / 2);
-    fs::write(&path, serde_json::to_vec(&store).unwrap()).unwrap();
-    vramfit().arg("--root").arg(root.path()).arg("emit").assert().code(0);
-    assert_eq!(fs::read(root.path().join("fits/vae.json")).unwrap(), fs::read(repo().join("fits/vae.json")).unwrap());
+    arr.swap(0, 1);
+    let moved = arr[0]["id"].as_str().unwrap().to_string();
+    fs::write(&path, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
+    let before = snapshot(root.path());
+    for cmd in [&["emit"][..], &["fit"], &["verify"], &["points"]] {
+        let out = vramfit().arg("--root").arg(root.path()).args(cmd).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", stderr_of(&out));
+        let err = stderr_of(&out);
+        assert!(err.contains("measurements/vae.json") && err.contains(&moved) && err.contains("id:"), "{err}");
+    }
+    assert_eq!(snapshot(root.path()), before);
 }
 
 #[test]
@@ -142,13 +149,31 @@ fn emit_check_fails_and_shows_the_change_when_a_point_moves_a_line() {
     assert!(s.contains("OUT OF DATE"), "{s}");
     assert!(s.contains("sd/decode/0/cudnn/native/any/fp16") && s.contains("4452.00 → "), "{s}");
     assert_eq!(before, snapshot(&root.path().join("fits")), "--check writes nothing");
+    // The 9000 MiB point lifts the line so far that the small decodes are
+    // over-reserved beyond 1.3×: emit says what verify would, writes nothing.
     let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "emit"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let j = json_of(&out);
+    assert_eq!(j["written"], false);
+    let codes: Vec<&str> = j["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(!codes.is_empty() && codes.iter().all(|c| *c == "ratio-bound"), "{codes:?}");
+    assert_eq!(before, snapshot(&root.path().join("fits")), "findings: nothing written");
+    let table = stdout_of(&vramfit().arg("--root").arg(root.path()).arg("emit").output().unwrap());
+    assert!(table.contains("NOT written") && table.contains("ratio-bound") && table.contains("--force"), "{table}");
+    // --force writes anyway, and still exits 1.
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "emit", "--force"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
     let j = json_of(&out);
     assert_eq!(j["written"], true);
     let changed: Vec<_> = j["changes"].as_array().unwrap().iter().filter(|c| c["change"] == "changed").collect();
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0]["old_slope"], "4452.00");
-    vramfit().arg("--root").arg(root.path()).args(["emit", "--check"]).assert().code(0);
+    // Up to date, but the findings remain: --check and verify both exit 1.
+    let out = vramfit().arg("--root").arg(root.path()).args(["emit", "--check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("up to date"));
+    vramfit().arg("--root").arg(root.path()).arg("verify").assert().code(1);
+    vramfit().arg("--root").arg(root.path()).arg("fit").assert().code(1);
 }
 
 #[test]

@@ -54,6 +54,17 @@ fn emit(root: &Path) {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
 
+/// `emit --force` for a mistake verify must catch: emit itself already
+/// reports `code` (exit 1) and writes the file anyway, so verify can be
+/// shown to catch the same mistake in the shipped file.
+fn emit_forced(root: &Path, code: &str) {
+    let out = vramfit().arg("--root").arg(root).args(["--format", "json", "emit", "--force"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    assert!(codes(&j).iter().any(|c| c == code), "emit reports {code}: {:?}", codes(&j));
+    assert!(j["written"] == true || j["changed"] == false);
+}
+
 #[test]
 fn the_untouched_copy_passes() {
     let root = scratch();
@@ -79,8 +90,9 @@ fn slope_edited_by_a_hundredth() {
     let j = caught(root.path(), "reproduce");
     let f = first(&j, "reproduce");
     assert_eq!(f["line"], "sd/decode/0/cudnn/native/any/fp16");
-    assert_eq!(f["expected"], "fitted 4452.00 B/px + 36 MiB");
-    assert_eq!(f["found"], "fitted 4452.01 B/px + 36 MiB");
+    assert_eq!(f["path"], "lines[sd/decode/0/cudnn/native/any/fp16].slope");
+    assert_eq!(f["expected"], "\"4452.00\"");
+    assert_eq!(f["found"], "\"4452.01\"");
     assert_eq!(f["file"], "fits/vae.json");
 }
 
@@ -148,7 +160,7 @@ fn a_negative_envelope_breaks_the_certificate() {
 fn carried_stand_in_below_legacy() {
     let root = scratch();
     add_carry(root.path(), "1.00", 64);
-    emit(root.path());
+    emit_forced(root.path(), "floor");
     let j = caught(root.path(), "floor");
     let f = first(&j, "floor");
     assert_eq!(f["line"], "sd/decode/0/miopen/native/linux/fp16");
@@ -210,8 +222,15 @@ fn demand_edited_in_the_store() {
     let mut store: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     for p in store["points"].as_array_mut().unwrap() {
         if p["id"] == "i7785061-sd15-encode-fp16-512x512" {
+            // A consistent hand edit: the largest delta and the demand together
+            // (an edit of the demand alone breaks the store's invariant: exit 2).
             let d = p["demand_bytes"].as_u64().unwrap();
             p["demand_bytes"] = serde_json::json!(d - 1_000_000);
+            for delta in ["reserved_bytes", "allocated_bytes", "driver_bytes"] {
+                if p[delta].as_u64() == Some(d) {
+                    p[delta] = serde_json::json!(d - 1_000_000);
+                }
+            }
         }
     }
     fs::write(&path, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
@@ -270,7 +289,7 @@ fn exception_removed_leaves_a_point_over_the_bound() {
     let policy = root.path().join("fits/policy.toml");
     let block = format!("\n[[exception]]\nid = \"{}\"\nreason = \"over 1.2 on the published data\"\n", over[0]);
     edit(&policy, &block, "");
-    emit(root.path());
+    emit_forced(root.path(), "ratio-bound");
     let j = caught(root.path(), "ratio-bound");
     let f = first(&j, "ratio-bound");
     assert_eq!(f["points"][0], over[0].as_str());
@@ -287,7 +306,7 @@ fn stale_exception() {
         format!("{text}\n[[exception]]\nid = \"i7785061-flux1-decode-fp16-1024x1024\"\nreason = \"was high once\"\n"),
     )
     .unwrap();
-    emit(root.path());
+    emit_forced(root.path(), "stale-exception");
     let j = caught(root.path(), "stale-exception");
     let f = first(&j, "stale-exception");
     assert_eq!(f["points"][0], "i7785061-flux1-decode-fp16-1024x1024");

@@ -9,7 +9,8 @@ use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 
 /// How a line got its values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LineKind {
     Fitted,
     Carried,

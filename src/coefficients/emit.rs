@@ -30,7 +30,7 @@ type Values = (String, Option<String>, Option<u64>);
 fn values(f: &CoefficientsFile) -> BTreeMap<String, Values> {
     let mut m = BTreeMap::new();
     for l in &f.lines {
-        m.insert(l.key.to_string(), (l.kind.clone(), Some(l.slope.clone()), Some(l.base_mib)));
+        m.insert(l.key.to_string(), (l.kind.as_str().to_string(), Some(l.slope.clone()), Some(l.base_mib)));
     }
     for l in &f.insufficient {
         m.insert(l.key.to_string(), ("insufficient".to_string(), None, None));

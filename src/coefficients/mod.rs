@@ -6,6 +6,7 @@
 
 pub mod assemble;
 pub mod emit;
+pub mod fields;
 
 use crate::exact::{Ratio, MIB};
 use crate::points::LineKey;
@@ -86,8 +87,8 @@ pub struct Resolution {
 pub struct ShippedLine {
     #[serde(flatten)]
     pub key: LineKey,
-    /// `fitted` or `carried`.
-    pub kind: String,
+    /// `fitted` or `carried` (never `insufficient`: those are listed apart).
+    pub kind: LineKind,
     /// Bytes per pixel, two decimals, rounded up.
     pub slope: String,
     /// MiB, rounded up.
@@ -170,7 +171,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
             }),
             (kind, Some(r)) => shipped.push(ShippedLine {
                 key: l.key.clone(),
-                kind: kind.as_str().to_string(),
+                kind,
                 slope: slope_text(r.slope_centi),
                 base_mib: r.base_mib,
                 points: l.points.len(),
@@ -227,7 +228,8 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
 
 /// `Some(message)` when a file is valid JSON of another format or version.
 pub fn version_mismatch(text: &str, file: &str) -> Result<Option<String>> {
-    let head: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let head: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
     let format = head.get("format").and_then(|v| v.as_str()).unwrap_or("");
     let version = head.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
     if format != FORMAT || version != u64::from(VERSION) {
@@ -238,12 +240,85 @@ pub fn version_mismatch(text: &str, file: &str) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Parses a shipped file; a different format or version is an error naming both.
+/// Parses a shipped file strictly: the right format and version, every
+/// field present with its canonical spelling and no unknown field at any
+/// level (the file must be exactly what `emit` writes for its values), and
+/// values a pricer can use. `reserve`, `plan` and `verify` all load through
+/// here, so no command prices from a file another one would refuse.
 pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
     if let Some(m) = version_mismatch(text, file)? {
         bail!("{m} (re-run `vramfit emit` with this version)");
     }
-    serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))
+    let typed: CoefficientsFile = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let canonical = serde_json::to_value(&typed)?;
+    if let Some(d) = fields::first_difference(&canonical, &raw) {
+        let what = match (&d.expected, &d.found) {
+            (None, _) => "unknown field".to_string(),
+            (_, None) => "missing field".to_string(),
+            (e, f) => format!("{} is not in canonical form (expected {})", fields::show(f), fields::show(e)),
+        };
+        bail!("{file}: {}: {what}", d.path);
+    }
+    validate(&typed, file)?;
+    Ok(typed)
+}
+
+/// The checks a pricer relies on beyond the schema.
+fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
+    let mut keys = std::collections::BTreeSet::new();
+    for l in &f.lines {
+        let at = format!("{file}: lines[{}]", l.key);
+        if !keys.insert(l.key.clone()) {
+            bail!("{at}: the line appears twice");
+        }
+        if l.kind == LineKind::Insufficient {
+            bail!("{at}: kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)");
+        }
+        l.slope_centi().map_err(|e| anyhow!("{at}: slope: {e}"))?;
+        if l.base_mib.checked_mul(MIB).is_none_or(|b| b > crate::exact::MAX_BYTES) {
+            bail!("{at}: base_mib: {} is too large", l.base_mib);
+        }
+        if let Some([lo, hi]) = l.size_range {
+            if lo == 0 || lo > hi {
+                bail!("{at}: size_range: [{lo}, {hi}] is not a range of positive sizes");
+            }
+        }
+        if l.points != l.point_ids.len() {
+            bail!("{at}: points: {} but point_ids lists {}", l.points, l.point_ids.len());
+        }
+        if l.kind == LineKind::Fitted && (l.envelope_values().is_none() || l.size_range.is_none()) {
+            bail!("{at}: envelope: a fitted line carries its exact envelope and measured size range");
+        }
+    }
+    for l in &f.insufficient {
+        if !keys.insert(l.key.clone()) {
+            bail!("{file}: insufficient[{}]: the key appears twice", l.key);
+        }
+    }
+    if f.unmeasured.rule != crate::policy::UNMEASURED_RULE {
+        bail!(
+            "{file}: unmeasured.rule: '{}' is not a rule this vramfit implements ({})",
+            f.unmeasured.rule,
+            crate::policy::UNMEASURED_RULE
+        );
+    }
+    if f.ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less || f.margin.is_negative() {
+        bail!("{file}: margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1");
+    }
+    let mut tiles = std::collections::BTreeSet::new();
+    if let Some(t) = f.tiles.iter().find(|t| **t == 0 || !tiles.insert(**t)) {
+        bail!("{file}: tiles: {t} is zero or listed twice");
+    }
+    let mut names = std::collections::BTreeMap::new();
+    for (family, entry) in &f.registry {
+        for name in std::iter::once(family).chain(&entry.models) {
+            if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
+                bail!("{file}: registry: '{name}' names both '{other}' and '{family}'");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads a shipped file.

@@ -4,6 +4,8 @@ use crate::coefficients::assemble::assemble;
 use crate::coefficients::emit::{diff, LineChange};
 use crate::coefficients::{self, CoefficientsFile};
 use crate::inputs;
+use crate::pricing::Coefficients;
+use crate::verify::{self, Finding};
 use anyhow::Result;
 use serde::Serialize;
 use std::path::Path;
@@ -19,29 +21,56 @@ pub struct EmitReport {
     pub changed: bool,
     /// Whether the file was written.
     pub written: bool,
+    /// Whether `--force` asked to write despite findings.
+    pub force: bool,
     /// Line-by-line changes (every line, unchanged ones too).
     pub changes: Vec<LineChange>,
+    /// What `verify` would report on the fresh file (a point over the ratio
+    /// bound without an exception, a stale exception, a floor broken, …).
+    /// With findings nothing is written unless `--force`; either way the
+    /// command exits 1.
+    pub findings: Vec<Finding>,
 }
 
-/// The fresh file and its bytes.
-pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>)> {
+/// The fresh file, its bytes, and what `verify` would find in it.
+pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>, Vec<Finding>)> {
     let inp = inputs::load_strict(root)?;
     let lines = assemble(&inp.points, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
     let bytes = crate::fsio::to_json_bytes(&file)?;
-    Ok((file, bytes))
+    let findings = audit(&inp, &file)?;
+    Ok((file, bytes, findings))
 }
 
-pub fn run(root: &Path, check: bool) -> Result<EmitReport> {
-    let (file, bytes) = fresh(root)?;
+/// Runs every `verify` check on a freshly built file, so `fit` and `emit`
+/// say at write time what CI would say after it.
+pub fn audit(inp: &inputs::Inputs, file: &CoefficientsFile) -> Result<Vec<Finding>> {
+    let raw = serde_json::to_value(file)?;
+    let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
+    Ok(verify::run(inp, &raw, file, &pricer)?.findings)
+}
+
+pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
+    // The lock covers reading the points as well as writing the file, so an
+    // ingest running beside this emit is either all in or all out of it.
+    let _lock = if check { None } else { Some(crate::fsio::RootLock::acquire(root)?) };
+    let (file, bytes, findings) = fresh(root)?;
     let path = coefficients::path(root);
     let old_bytes = std::fs::read(&path).ok();
     // An unreadable or older-format file counts as "no previous lines".
     let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
-    let written = !check && changed;
+    let written = !check && changed && (findings.is_empty() || force);
     if written {
         crate::fsio::write_atomic(&path, &bytes)?;
     }
-    Ok(EmitReport { file: crate::fsio::shown(&path), check, changed, written, changes: diff(old.as_ref(), &file) })
+    Ok(EmitReport {
+        file: crate::fsio::shown(&path),
+        check,
+        changed,
+        written,
+        force,
+        changes: diff(old.as_ref(), &file),
+        findings,
+    })
 }

@@ -43,6 +43,9 @@ pub struct FitReport {
     /// The ratio bound used, exact.
     pub ratio_bound: String,
     pub lines: Vec<FitLine>,
+    /// What `verify` would report on the file these lines make; `fit`
+    /// exits 1 when there are any.
+    pub findings: Vec<crate::verify::Finding>,
 }
 
 pub fn to_fit_line(l: &Line) -> FitLine {
@@ -69,9 +72,11 @@ pub fn to_fit_line(l: &Line) -> FitLine {
 pub fn run(root: &Path) -> Result<FitReport> {
     let inp = inputs::load_strict(root)?;
     let lines = assemble(&inp.points, &inp.policy)?;
+    let file = crate::coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
     Ok(FitReport {
         margin: crate::exact::exact_decimal(&inp.policy.margin),
         ratio_bound: crate::exact::exact_decimal(&inp.policy.ratio_bound),
         lines: lines.iter().map(to_fit_line).collect(),
+        findings: super::emit::audit(&inp, &file)?,
     })
 }

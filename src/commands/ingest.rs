@@ -86,8 +86,11 @@ pub fn read_rows(opts: &IngestOptions, registry: &policy::Registry) -> Result<Ve
 
 pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let policy = policy::load_strict(root)?;
-    let stored = store::load(root)?;
     let per_file = read_rows(opts, &policy.registry)?;
+    // The lock covers the whole read–modify–write of the store, so a
+    // concurrent ingest never reads the store this one is about to replace.
+    let _lock = if opts.check { None } else { Some(crate::fsio::RootLock::acquire(root)?) };
+    let stored = store::load(root, &policy.registry)?;
     let all: Vec<ParsedRow> = per_file.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
     let merged = merge(&stored, &all)?;
 

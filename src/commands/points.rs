@@ -32,8 +32,8 @@ pub struct PointList {
 }
 
 pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
-    let all = store::load(root)?;
     let policy = policy::load_strict(root)?;
+    let all = store::load(root, &policy.registry)?;
     let (family, model) = match &f.vae {
         None => (None, None),
         Some(name) => match policy.registry.resolve(name) {

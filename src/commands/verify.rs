@@ -23,7 +23,11 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
     if let Some(m) = coefficients::version_mismatch(&text, &shown)? {
         return Ok(verify::version_only(&inp, m));
     }
-    let shipped = coefficients::parse(&text, &shown)?;
-    let pricer = make(Coefficients::new(shipped.clone(), shown)?);
-    verify::run(&inp, &shipped, pricer.as_ref())
+    let raw: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}:{}: {e}", e.line()))?;
+    let loaded = coefficients::parse(&text, &shown).and_then(|f| Ok((f.clone(), Coefficients::new(f, shown.clone())?)));
+    match loaded {
+        Ok((shipped, coefficients)) => verify::run(&inp, &raw, &shipped, make(coefficients).as_ref()),
+        Err(e) => verify::unloadable(&inp, &raw, &e),
+    }
 }

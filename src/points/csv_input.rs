@@ -1,4 +1,4 @@
-//! The measurement CSV of SPEC §2, and the one row → point conversion that
+//! The measurement CSV, and the one row → point conversion that
 //! every importer shares (so an imported record and a CSV row of the same
 //! figures become the same point).
 
@@ -69,68 +69,147 @@ const KNOWN_COLUMNS: &[&str] = &[
     "note",
 ];
 
-/// Reads one measurement CSV. A UTF-8 BOM and CRLF line ends are accepted;
-/// an empty file (no header) is an error, a header-only file has no rows.
+/// Reads one measurement CSV. A UTF-8 BOM and CRLF (or CR-only) line ends
+/// are accepted; an empty file (no header) is an error, a header-only file
+/// has no rows. Every message counts physical lines of the file, blank ones
+/// included, so `file:N` is the line an editor shows as N.
 pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<ParsedRow>> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-        bail!("{file}:1: empty file: expected a header row naming the columns (SPEC §2)");
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        bail!("{file}:1: empty file: expected a header row naming the columns");
     }
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(bytes);
-    let headers: Vec<String> = match reader.headers() {
-        Ok(h) => h.iter().map(|s| s.trim().to_string()).collect(),
-        Err(e) => bail!("{file}:1: cannot read the header row: {e}"),
-    };
-    check_header(&headers, file)?;
+    let mut lines = physical_lines(body).filter(|(_, l)| !l.iter().all(|b| b.is_ascii_whitespace()));
+    let Some((header_line, header_bytes)) = lines.next() else { unreachable!("a non-blank file has a line") };
+    let headers: Vec<String> = split_fields(line_text(header_bytes, file, header_line)?, file, header_line, None)?
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .collect();
+    check_header(&headers, file, header_line)?;
     let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map(|p| p.line()).unwrap_or(0);
-                let what = match e.kind() {
-                    csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-                        format!("row has {len} fields, the header has {expected_len}")
-                    }
-                    csv::ErrorKind::Utf8 { .. } => "not valid UTF-8".to_string(),
-                    _ => e.to_string(),
-                };
-                bail!("{file}:{line}: {what}");
-            }
-        };
-        let line = record.position().map(|p| p.line()).unwrap_or(0);
-        if record.iter().all(|f| f.trim().is_empty()) {
-            continue;
+    for (line, raw) in lines {
+        let fields = split_fields(line_text(raw, file, line)?, file, line, Some(&headers))?;
+        if fields.len() != headers.len() {
+            bail!("{file}:{line}: row has {} fields, the header has {}", fields.len(), headers.len());
         }
         let origin = RowOrigin { file: file.to_string(), line };
         let fields: BTreeMap<String, String> =
-            headers.iter().cloned().zip(record.iter().map(|f| f.trim().to_string())).collect();
+            headers.iter().cloned().zip(fields.into_iter().map(|f| f.trim().to_string())).collect();
         let point = row_to_point(&fields, &origin, registry)?;
         rows.push(ParsedRow { point, origin });
     }
     Ok(rows)
 }
 
-fn check_header(headers: &[String], file: &str) -> Result<()> {
+/// The file's physical lines with their 1-based numbers; `\r\n`, `\n` and a
+/// lone `\r` each end a line.
+fn physical_lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut rest = bytes;
+    let mut number = 0u64;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        number += 1;
+        let end = rest.iter().position(|b| *b == b'\n' || *b == b'\r').unwrap_or(rest.len());
+        let line = &rest[..end];
+        let skip = match (rest.get(end), rest.get(end + 1)) {
+            (Some(b'\r'), Some(b'\n')) => 2,
+            (Some(_), _) => 1,
+            (None, _) => 0,
+        };
+        rest = &rest[end + skip..];
+        Some((number, line))
+    })
+}
+
+fn line_text<'a>(bytes: &'a [u8], file: &str, line: u64) -> Result<&'a str> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{file}:{line}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
+    if let Some(at) = text.find('\u{FEFF}') {
+        let what = if line == 1 && at == 0 { "a second byte-order mark" } else { "a byte-order mark (U+FEFF)" };
+        bail!("{file}:{line}: {what} inside the data: save the file as UTF-8 with at most one BOM at its start");
+    }
+    Ok(text)
+}
+
+/// Splits one physical line into fields. A field that starts with `"` is
+/// quoted (`""` inside is one quote) and must close on the same line: a
+/// field that spans lines is refused rather than silently swallowing the
+/// rows after it. A quote inside an unquoted field is kept as text.
+fn split_fields(text: &str, file: &str, line: u64, headers: Option<&[String]>) -> Result<Vec<String>> {
+    let column = |i: usize| match headers.and_then(|h| h.get(i)) {
+        Some(name) => format!("{name}: "),
+        None => format!("column {}: ", i + 1),
+    };
+    let mut fields = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let mut field = String::new();
+        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+            field.push(chars.next().unwrap_or(' '));
+        }
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            field.clear();
+            loop {
+                match chars.next() {
+                    None => bail!(
+                        "{file}:{line}: {}a quoted field opens here and does not close on this line \
+                         (close the quote; a field cannot span lines)",
+                        column(fields.len())
+                    ),
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                }
+            }
+            while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+                chars.next();
+            }
+            match chars.peek() {
+                None | Some(',') => {}
+                Some(_) => bail!(
+                    "{file}:{line}: {}text after the closing quote of a quoted field (quote the whole field)",
+                    column(fields.len())
+                ),
+            }
+        } else {
+            while let Some(c) = chars.peek().copied().filter(|c| *c != ',') {
+                field.push(c);
+                chars.next();
+            }
+        }
+        fields.push(field);
+        match chars.next() {
+            Some(',') => continue,
+            _ => return Ok(fields),
+        }
+    }
+}
+
+fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for h in headers {
         if h.is_empty() {
-            bail!("{file}:1: the header has an empty column name");
+            bail!("{file}:{line}: the header has an empty column name");
         }
         if !seen.insert(h.as_str()) {
-            bail!("{file}:1: {h}: column named twice in the header");
+            bail!("{file}:{line}: {h}: column named twice in the header");
         }
     }
     for required in REQUIRED_COLUMNS {
         if !seen.contains(required) {
-            bail!("{file}:1: {required}: missing required column (required: {})", REQUIRED_COLUMNS.join(", "));
+            bail!("{file}:{line}: {required}: missing required column (required: {})", REQUIRED_COLUMNS.join(", "));
         }
     }
     if !seen.contains("vae") && !seen.contains("model") {
-        bail!("{file}:1: vae: missing column: give `vae` (a family) or `model` (a registered model name)");
+        bail!("{file}:{line}: vae: missing column: give `vae` (a family) or `model` (a registered model name)");
     }
     if !DEMAND_COLUMNS.iter().any(|c| seen.contains(c)) {
-        bail!("{file}:1: reserved_mib: missing demand column: give at least one of {}", DEMAND_COLUMNS.join(", "));
+        bail!("{file}:{line}: reserved_mib: missing demand column: give at least one of {}", DEMAND_COLUMNS.join(", "));
     }
     Ok(())
 }

@@ -122,7 +122,8 @@ fn record_fields(
     let run: Dtype = text("dtype")?.parse().map_err(|e| anyhow!("{at}: dtype: {e}"))?;
     let model = model_name(&text("model")?);
     let family = registry.resolve(&model).map(str::to_string);
-    let loaded = loaded_dtype(obj.get("model_size_mb"), family.as_deref().and_then(|f| registry.params(f)), run);
+    let size_mb = model_size(obj.get("model_size_mb"), at)?;
+    let loaded = loaded_dtype(size_mb, family.as_deref().and_then(|f| registry.params(f)), run);
 
     let mut f = Fields::new();
     let mut id = format!("{}-{model}-{op}", ctx.id_prefix);
@@ -174,12 +175,24 @@ fn number_text(v: &Value) -> Option<String> {
     }
 }
 
+/// The weights' size in bytes, when recorded. It decides the loaded dtype
+/// (and so the cast growth), so a value that is not a positive number is
+/// refused rather than read as "unknown".
+fn model_size(v: Option<&Value>, at: &RowOrigin) -> Result<Option<u64>> {
+    let Some(v) = v else { return Ok(None) };
+    let text = number_text(v).ok_or_else(|| anyhow!("{at}: model_size_mb: expected a number of MiB, found {v}"))?;
+    match mib_decimal_to_bytes(&text) {
+        Ok(b) if b > 0 => Ok(Some(b)),
+        Ok(_) => bail!("{at}: model_size_mb: {text} is not a positive size"),
+        Err(e) => bail!("{at}: model_size_mb: '{text}': {e}"),
+    }
+}
+
 /// The dtype the weights were loaded in, from the weight size: about two
 /// bytes a parameter is a 16-bit load (the run's own 16-bit dtype, or fp16
 /// when it ran fp32: an upcast), about four is fp32. Without a weight count
 /// or size, the run dtype.
-fn loaded_dtype(size_mb: Option<&Value>, params: Option<u64>, run: Dtype) -> Dtype {
-    let bytes = size_mb.and_then(number_text).and_then(|t| mib_decimal_to_bytes(&t).ok());
+fn loaded_dtype(bytes: Option<u64>, params: Option<u64>, run: Dtype) -> Dtype {
     let (Some(bytes), Some(params)) = (bytes, params) else { return run };
     let (b, p) = (u128::from(bytes), u128::from(params));
     let elem = if b.abs_diff(2 * p) <= b.abs_diff(4 * p) { 2 } else { 4 };

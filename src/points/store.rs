@@ -1,9 +1,18 @@
 //! The canonical points file `measurements/vae.json`: every point, sorted by
 //! id, in one byte form for the same content.
+//!
+//! Every command that reads the store checks its invariants first (ids
+//! unique and sorted, canonical spellings, no unknown or missing fields,
+//! `pixels = width × height × batch`, `demand_bytes` = the largest measured
+//! delta, a registered family), so nothing is ever fitted, priced or
+//! verified on a store that a hand edit or a bad merge has broken.
 
-use super::Point;
+use super::{Point, AGGREGATES, CONTEXTS};
+use crate::exact::{MAX_BYTES, MAX_PIXELS};
+use crate::policy::Registry;
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "vramfit-points";
@@ -15,6 +24,7 @@ pub fn path(root: &Path) -> PathBuf {
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct StoreFile {
     format: String,
     version: u32,
@@ -22,27 +32,112 @@ struct StoreFile {
 }
 
 /// Loads the points (sorted by id). A missing file is an empty store.
-pub fn load(root: &Path) -> Result<Vec<Point>> {
+pub fn load(root: &Path, registry: &Registry) -> Result<Vec<Point>> {
     let p = path(root);
     if !p.exists() {
         return Ok(Vec::new());
     }
     let text = crate::fsio::read_text(&p)?;
-    parse(&text, &p.display().to_string())
+    parse(&text, &crate::fsio::shown(&p), registry)
 }
 
-/// Parses a points file, checking its format and that ids are unique.
-pub fn parse(text: &str, file: &str) -> Result<Vec<Point>> {
-    let f: StoreFile = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
-    if f.format != FORMAT || f.version != VERSION {
-        bail!("{file}: format '{}' version {} is not {FORMAT} version {VERSION}", f.format, f.version);
+/// Parses a points file and checks every invariant; an error names the
+/// file, the point id and the field.
+pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+    let raw: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
+    let format = raw.get("format").and_then(Value::as_str).unwrap_or("");
+    let version = raw.get("version").and_then(Value::as_u64).unwrap_or(0);
+    if format != FORMAT || version != u64::from(VERSION) {
+        bail!("{file}: format '{format}' version {version} is not {FORMAT} version {VERSION}");
     }
-    let mut points = f.points;
-    points.sort_by(|a, b| a.id.cmp(&b.id));
-    if let Some(w) = points.windows(2).find(|w| w[0].id == w[1].id) {
-        bail!("{file}: id '{}' appears twice", w[0].id);
+    let raw_points =
+        raw.get("points").and_then(Value::as_array).ok_or_else(|| anyhow!("{file}: points: missing list"))?;
+    let mut points = Vec::with_capacity(raw_points.len());
+    for (i, rp) in raw_points.iter().enumerate() {
+        let id = rp.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("#{}", i + 1));
+        let at = format!("{file}: point '{id}'");
+        let p: Point = serde_json::from_value(rp.clone()).map_err(|e| anyhow!("{at}: {e}"))?;
+        canonical(rp, &p, &at)?;
+        check_point(&p, registry, &at)?;
+        points.push(p);
     }
+    if let Some(w) = points.windows(2).find(|w| w[0].id >= w[1].id) {
+        let what = if w[0].id == w[1].id { "appears twice" } else { "is stored before a smaller id" };
+        bail!(
+            "{file}: point '{}': id: {what} ('{}' follows it); the store is kept sorted by unique id — \
+             restore it from version control, or delete it and re-run `vramfit ingest` on the raw files",
+            w[0].id,
+            w[1].id
+        );
+    }
+    let f: StoreFile = serde_json::from_value(raw.clone()).map_err(|e| anyhow!("{file}: {e}"))?;
+    debug_assert_eq!(f.points.len(), points.len());
     Ok(points)
+}
+
+/// A stored point must be exactly what vramfit writes for it: the canonical
+/// spelling of every value, every field present, no unknown field.
+fn canonical(raw: &Value, p: &Point, at: &str) -> Result<()> {
+    let written = serde_json::to_value(p).map_err(|e| anyhow!("{at}: {e}"))?;
+    let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!("{at}: expected an object") };
+    for k in r.keys().filter(|k| !w.contains_key(*k)) {
+        bail!("{at}: {k}: unknown field");
+    }
+    for (k, wv) in w {
+        match r.get(k) {
+            None => bail!("{at}: {k}: missing field (write null when a value is unknown)"),
+            Some(rv) if rv != wv => bail!("{at}: {k}: {rv} is not in canonical form (vramfit writes {wv})"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
+    if p.id.trim().is_empty() || p.id.trim() != p.id {
+        bail!("{at}: id: empty or padded with spaces");
+    }
+    if p.source.trim().is_empty() {
+        bail!("{at}: source: empty (every point names its source)");
+    }
+    if !registry.0.contains_key(&p.vae) {
+        bail!("{at}: vae: '{}' is not a family of the registry in fits/policy.toml ({})", p.vae, registry.describe());
+    }
+    for (field, v) in [("width", p.width), ("height", p.height), ("batch", p.batch)] {
+        if v == 0 {
+            bail!("{at}: {field}: must be a positive integer");
+        }
+    }
+    let pixels = p.width.checked_mul(p.height).and_then(|x| x.checked_mul(p.batch)).filter(|x| *x <= MAX_PIXELS);
+    if pixels != Some(p.pixels) {
+        let want = pixels.map(|x| x.to_string()).unwrap_or_else(|| format!("more than {MAX_PIXELS}"));
+        bail!("{at}: pixels: {} but width × height × batch = {}×{}×{} = {want}", p.pixels, p.width, p.height, p.batch);
+    }
+    let largest = [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max();
+    match largest {
+        None => {
+            bail!("{at}: demand_bytes: no measured delta (reserved_bytes, allocated_bytes, driver_bytes) behind it")
+        }
+        Some(m) if m != p.demand_bytes => {
+            bail!("{at}: demand_bytes: {} but the largest measured delta is {m}", p.demand_bytes)
+        }
+        _ => {}
+    }
+    if p.demand_bytes == 0 || p.demand_bytes > MAX_BYTES {
+        bail!("{at}: demand_bytes: {} is outside 1..={MAX_BYTES}", p.demand_bytes);
+    }
+    for (field, v) in [("run", p.run), ("runs", p.runs)] {
+        if v == Some(0) {
+            bail!("{at}: {field}: must be a positive integer or null");
+        }
+    }
+    if let Some(a) = p.aggregate.as_deref().filter(|a| !AGGREGATES.contains(a)) {
+        bail!("{at}: aggregate: unknown '{a}' (accepted: {})", AGGREGATES.join(", "));
+    }
+    if let Some(c) = p.context.as_deref().filter(|c| !CONTEXTS.contains(c)) {
+        bail!("{at}: context: unknown '{c}' (accepted: {})", CONTEXTS.join(", "));
+    }
+    Ok(())
 }
 
 /// The canonical bytes of a set of points, whatever their order.

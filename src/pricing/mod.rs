@@ -182,7 +182,7 @@ impl Coefficients {
             let coef = LineCoef {
                 slope_centi: l.slope_centi()?,
                 base_mib: l.base_mib,
-                carried: l.kind == "carried",
+                carried: l.kind == crate::coefficients::assemble::LineKind::Carried,
                 size_range: l.size_range,
             };
             if lines.insert(l.key.clone(), coef).is_some() {

@@ -1,4 +1,27 @@
+use super::verify::{detail, findings_tables};
 use super::{grid, markdown_table, Report};
+use crate::verify::Finding;
+
+/// The findings `verify` would report, after the lines.
+fn findings_summary(s: &mut String, findings: &[Finding], what: &str) {
+    if findings.is_empty() {
+        return;
+    }
+    s.push_str(&format!("verify would report {} finding(s) on {what}:\n", findings.len()));
+    s.push_str(&findings_tables(findings));
+}
+
+fn findings_markdown(s: &mut String, findings: &[Finding]) {
+    if findings.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| vec![f.code.to_string(), f.line.clone().unwrap_or_default(), detail(f).replace('\n', "<br>")])
+        .collect();
+    s.push_str(&format!("\n**verify would report {} finding(s):**\n\n", findings.len()));
+    s.push_str(&markdown_table(&["code", "line", "finding"], &rows));
+}
 use crate::commands::emit::EmitReport;
 use crate::commands::fit::{FitLine, FitReport};
 
@@ -65,11 +88,14 @@ impl Report for FitReport {
             self.ratio_bound,
             over
         ));
+        findings_summary(&mut s, &self.findings, "these lines");
         s
     }
 
     fn markdown(&self) -> Option<String> {
-        Some(markdown_table(FIT_HEADERS, &fit_rows(self)))
+        let mut s = markdown_table(FIT_HEADERS, &fit_rows(self));
+        findings_markdown(&mut s, &self.findings);
+        Some(s)
     }
 }
 
@@ -119,12 +145,22 @@ impl Report for EmitReport {
                 self.changes.len()
             ),
             (false, false) => format!("{}: unchanged ({} lines)\n", self.file, self.changes.len()),
+            (false, true) if !self.written => format!(
+                "{}: NOT written: {} finding(s) below ({} of {} lines unchanged); fix them, or write anyway with --force\n",
+                self.file,
+                self.findings.len(),
+                unchanged,
+                self.changes.len()
+            ),
             (false, true) => format!("{}: written ({} of {} lines unchanged)\n", self.file, unchanged, self.changes.len()),
         });
+        findings_summary(&mut s, &self.findings, "the new file");
         s
     }
 
     fn markdown(&self) -> Option<String> {
-        Some(markdown_table(EMIT_HEADERS, &emit_rows(self)))
+        let mut s = markdown_table(EMIT_HEADERS, &emit_rows(self));
+        findings_markdown(&mut s, &self.findings);
+        Some(s)
     }
 }

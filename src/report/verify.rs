@@ -13,7 +13,7 @@ fn summary(r: &VerifyReport) -> String {
     )
 }
 
-fn detail(f: &Finding) -> String {
+pub(super) fn detail(f: &Finding) -> String {
     let mut s = f.message.clone();
     if let (Some(e), Some(x)) = (&f.expected, &f.found) {
         s.push_str(&format!("\nexpected: {e}\nfound:    {x}"));
@@ -22,26 +22,30 @@ fn detail(f: &Finding) -> String {
     s
 }
 
+/// Findings grouped by line, one table per line (also used by `fit` and `emit`).
+pub(super) fn findings_tables(findings: &[Finding]) -> String {
+    let mut s = String::new();
+    let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
+    for f in findings {
+        let key = f.line.clone().unwrap_or_else(|| "(whole files)".into());
+        match groups.last_mut() {
+            Some((k, v)) if *k == key => v.push(f),
+            _ => groups.push((key, vec![f])),
+        }
+    }
+    for (key, fs) in groups {
+        s.push_str(&format!("{key}\n"));
+        let rows =
+            fs.iter().map(|f| vec![f.code.to_string(), f.file.to_string(), f.points.join("\n"), detail(f)]).collect();
+        s.push_str(&grid(&["code", "file", "points", "finding"], rows, &[]));
+        s.push('\n');
+    }
+    s
+}
+
 impl Report for VerifyReport {
     fn table(&self) -> String {
-        let mut s = String::new();
-        let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
-        for f in &self.findings {
-            let key = f.line.clone().unwrap_or_else(|| "(whole files)".into());
-            match groups.last_mut() {
-                Some((k, v)) if *k == key => v.push(f),
-                _ => groups.push((key, vec![f])),
-            }
-        }
-        for (key, fs) in groups {
-            s.push_str(&format!("{key}\n"));
-            let rows = fs
-                .iter()
-                .map(|f| vec![f.code.to_string(), f.file.to_string(), f.points.join("\n"), detail(f)])
-                .collect();
-            s.push_str(&grid(&["code", "file", "points", "finding"], rows, &[]));
-            s.push('\n');
-        }
+        let mut s = findings_tables(&self.findings);
         s.push_str(&summary(self));
         s.push('\n');
         s

@@ -4,7 +4,7 @@
 //! envelope with the margin, rounded up.
 
 use super::{Ctx, Finding, SHIPPED_FILE};
-use crate::coefficients::assemble::group;
+use crate::coefficients::assemble::{group, LineKind};
 use crate::exact::{Ratio, MIB};
 use std::cmp::Ordering;
 
@@ -12,7 +12,7 @@ pub(super) fn check(cx: &mut Ctx) {
     let groups = group(&cx.inputs.points, &cx.inputs.policy);
     let margin = cx.shipped.margin;
     let mut out = Vec::new();
-    for s in cx.shipped.lines.iter().filter(|s| s.kind == "fitted") {
+    for s in cx.shipped.lines.iter().filter(|s| s.kind == LineKind::Fitted) {
         let key = s.key.to_string();
         let fail = |msg: String| {
             Finding::new(

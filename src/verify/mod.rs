@@ -23,6 +23,7 @@ pub const PRICING_CODE: &str = "src/pricing/mod.rs";
 /// Every code verify can report, in the order the README documents them.
 pub const CODES: &[&str] = &[
     "version",
+    "schema",
     "unknown-key",
     "unknown-id",
     "margin",
@@ -47,6 +48,8 @@ pub struct Finding {
     pub file: &'static str,
     /// The line key, where the finding is about one line.
     pub line: Option<String>,
+    /// The JSON path of the field in `fits/vae.json`, for whole-file findings.
+    pub path: Option<String>,
     /// The point ids involved.
     pub points: Vec<String>,
     /// What the check expected.
@@ -65,6 +68,7 @@ impl Finding {
             code,
             file,
             line: None,
+            path: None,
             points: vec![],
             expected: None,
             found: None,
@@ -113,36 +117,99 @@ pub struct VerifyReport {
 pub(crate) struct Ctx<'a> {
     pub inputs: &'a Inputs,
     pub shipped: &'a CoefficientsFile,
+    /// The shipped file as read, every field of it (unknown ones too).
+    pub raw: &'a serde_json::Value,
+    /// The file `emit` would write now, as JSON.
+    pub expected: serde_json::Value,
     pub fresh: Vec<Line>,
     pub pricer: &'a dyn Pricer,
     pub pricings: usize,
     pub findings: Vec<Finding>,
 }
 
-/// Verifies a shipped file against the inputs, pricing with `pricer`.
-pub fn run(inputs: &Inputs, shipped: &CoefficientsFile, pricer: &dyn Pricer) -> Result<VerifyReport> {
+/// What `emit` would write now from the inputs: its lines and the file as JSON.
+pub fn expected(inputs: &Inputs) -> Result<(Vec<Line>, serde_json::Value)> {
     let fresh = assemble(&inputs.points, &inputs.policy)?;
-    let mut cx = Ctx { inputs, shipped, fresh, pricer, pricings: 0, findings: Vec::new() };
+    let file = crate::coefficients::build(&fresh, &inputs.policy, &inputs.points_bytes, &inputs.policy_bytes);
+    Ok((fresh, serde_json::to_value(&file)?))
+}
+
+/// Verifies a shipped file (`raw` as read, `shipped` as loaded) against the
+/// inputs, pricing with `pricer`.
+pub fn run(
+    inputs: &Inputs,
+    raw: &serde_json::Value,
+    shipped: &CoefficientsFile,
+    pricer: &dyn Pricer,
+) -> Result<VerifyReport> {
+    let (fresh, expected) = expected(inputs)?;
+    let mut cx = Ctx { inputs, shipped, raw, expected, fresh, pricer, pricings: 0, findings: Vec::new() };
     reproduce::policy_problems(&mut cx);
     reproduce::settings(&mut cx);
+    reproduce::whole_file(&mut cx, false);
     reproduce::lines(&mut cx);
     certificate::check(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
     pricing_checks::query_path(&mut cx);
-    let mut findings = cx.findings;
-    findings.sort_by(|a, b| (&a.line, a.code, &a.points, &a.message).cmp(&(&b.line, b.code, &b.points, &b.message)));
-    findings.dedup();
     let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
-    Ok(VerifyReport {
+    Ok(finish(cx.findings, shipped.lines.len(), shipped.insufficient.len(), inputs, included, cx.pricings))
+}
+
+/// The report for a shipped file that does not load (a wrong type, an
+/// unknown or missing field, an unusable value): every field that differs
+/// from a fresh `emit`, and the loader's own message. Nothing is priced.
+pub fn unloadable(inputs: &Inputs, raw: &serde_json::Value, error: &anyhow::Error) -> Result<VerifyReport> {
+    let (fresh, expected) = expected(inputs)?;
+    let empty = crate::coefficients::build(&[], &inputs.policy, &[], &[]);
+    let pricer = NoPricer;
+    let mut cx =
+        Ctx { inputs, shipped: &empty, raw, expected, fresh, pricer: &pricer, pricings: 0, findings: Vec::new() };
+    reproduce::policy_problems(&mut cx);
+    reproduce::whole_file(&mut cx, true);
+    cx.findings.push(Finding::new(
+        "schema",
+        SHIPPED_FILE,
+        format!("{error:#}"),
+        "reserve and plan refuse this file: restore it, or run `vramfit emit`",
+    ));
+    let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
+    Ok(finish(cx.findings, 0, 0, inputs, included, 0))
+}
+
+struct NoPricer;
+
+impl Pricer for NoPricer {
+    fn price(
+        &self,
+        _: &crate::pricing::Query,
+        _: &crate::pricing::platform::EnvSnapshot,
+    ) -> Result<crate::pricing::Price> {
+        anyhow::bail!("the shipped file does not load")
+    }
+}
+
+fn finish(
+    mut findings: Vec<Finding>,
+    lines: usize,
+    insufficient: usize,
+    inputs: &Inputs,
+    included: usize,
+    pricings: usize,
+) -> VerifyReport {
+    findings.sort_by(|a, b| {
+        (&a.line, a.code, &a.path, &a.points, &a.message).cmp(&(&b.line, b.code, &b.path, &b.points, &b.message))
+    });
+    findings.dedup();
+    VerifyReport {
         ok: findings.is_empty(),
-        lines: shipped.lines.len(),
-        insufficient: shipped.insufficient.len(),
+        lines,
+        insufficient,
         points: inputs.points.len(),
         included,
-        pricings: cx.pricings,
+        pricings,
         findings,
-    })
+    }
 }
 
 /// The report for a shipped file that cannot be read as this version.

@@ -3,7 +3,7 @@
 //! line's own key prices to its own formula.
 
 use super::{Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
-use crate::coefficients::assemble::slope_text;
+use crate::coefficients::assemble::{slope_text, LineKind};
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
 use crate::points::LineKey;
@@ -117,7 +117,7 @@ pub(super) fn floor(cx: &mut Ctx) {
     let grid = cx.inputs.policy.grid.clone();
     let mut out = Vec::new();
     // Carried lines never price below legacy.
-    for s in cx.shipped.lines.iter().filter(|s| s.kind == "carried") {
+    for s in cx.shipped.lines.iter().filter(|s| s.kind == LineKind::Carried) {
         let Ok(centi) = s.slope_centi() else { continue };
         for (w, h) in &grid {
             let x = w.saturating_mul(*h);
@@ -221,7 +221,7 @@ pub(super) fn query_path(cx: &mut Ctx) {
         let Ok(centi) = s.slope_centi() else { continue };
         let k = &s.key;
         let host = if k.os == Os::Any { Os::Linux } else { k.os };
-        let want_rule = if s.kind == "carried" { Rule::CarriedLine } else { Rule::FittedLine };
+        let want_rule = if s.kind == LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
         let paths = [
             ("detected", Choice::Auto, Choice::Auto, env_for(k.conv_backend, k.allocator, host)),
             ("given", Choice::Given(k.allocator), Choice::Given(host), EnvSnapshot::default()),

@@ -2,7 +2,8 @@
 //! the points it claims.
 
 use super::{Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
-use crate::coefficients::assemble::{slope_text, LineKind};
+use crate::coefficients::assemble::LineKind;
+use crate::coefficients::fields;
 use crate::exact::exact_decimal;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -91,38 +92,23 @@ pub(super) fn lines(cx: &mut Ctx) {
             continue;
         };
         points_changed(&mut findings, &key, &s.point_ids, s.points, &s.points_digest, f);
-        match (f.kind, f.rounded) {
-            (LineKind::Fitted | LineKind::Carried, Some(r)) => {
-                let expect = format!("{} {} B/px + {} MiB", f.kind.as_str(), slope_text(r.slope_centi), r.base_mib);
-                let found = format!("{} {} B/px + {} MiB", s.kind, s.slope, s.base_mib);
-                if expect != found {
-                    findings.push(
-                        Finding::new(
-                            "reproduce",
-                            SHIPPED_FILE,
-                            format!("line {key} does not reproduce from the points and the policy"),
-                            "a shipped value was edited by hand, or the inputs changed since `emit`: \
-                             run `vramfit emit` and review the diff",
-                        )
-                        .line(&key)
-                        .values(expect, found),
-                    );
-                }
-            }
-            _ => findings.push(
+        // Slopes, bases and every other field are compared by path in
+        // `whole_file`; here only whether the key still makes a line.
+        if f.kind == LineKind::Insufficient {
+            findings.push(
                 Finding::new(
                     "reproduce",
                     SHIPPED_FILE,
                     format!(
                         "line {key} is shipped as {}, but its points no longer make a line ({})",
-                        s.kind,
+                        s.kind.as_str(),
                         f.reason.clone().unwrap_or_default()
                     ),
                     "run `vramfit emit`",
                 )
                 .line(&key)
-                .values(f.kind.as_str(), &s.kind),
-            ),
+                .values(f.kind.as_str(), s.kind.as_str()),
+            );
         }
     }
     for s in &cx.shipped.insufficient {
@@ -210,4 +196,57 @@ fn points_changed(
             format!("{} points, {}", f.points.len(), f.points_digest),
         ),
     );
+}
+
+/// Paths that a dedicated check already reports with a better message.
+fn covered_elsewhere(path: &str) -> bool {
+    const TOP: &[&str] =
+        &["format", "version", "margin", "ratio_bound", "min_sizes", "digests.points", "digests.policy"];
+    if TOP.contains(&path) {
+        return true;
+    }
+    // A whole line added or removed (`reproduce` above), and a line's point
+    // count and digest (`points-changed`, which names the ids).
+    let in_line = path.starts_with("lines[") || path.starts_with("insufficient[");
+    in_line && (path.ends_with(']') || path.ends_with("].points") || path.ends_with("].points_digest"))
+}
+
+/// The whole file, field by field, against what `emit` would write now.
+/// This is what makes a green `verify` cover every value `reserve` and
+/// `plan` read: the legacy table, the registry, the allocator defaults, the
+/// tiles, the size ranges, the texts — not only slopes and bases.
+pub(super) fn whole_file(cx: &mut Ctx, all_paths: bool) {
+    for d in fields::differences(&cx.expected, cx.raw) {
+        if !all_paths && covered_elsewhere(&d.path) {
+            continue;
+        }
+        let line = line_of(&d.path);
+        let (code, message, hint) = if d.is_unknown() {
+            (
+                "unknown-key",
+                format!("fits/vae.json: {}: unknown field (emit never writes it)", d.path),
+                "remove the field: a runtime that reads it would price differently from vramfit",
+            )
+        } else {
+            (
+                "reproduce",
+                format!("fits/vae.json: {} is not what `emit` builds from the points and the policy", d.path),
+                "a value was edited by hand, or the inputs changed since `emit`: run `vramfit emit` and review \
+                 the diff",
+            )
+        };
+        let mut f =
+            Finding::new(code, SHIPPED_FILE, message, hint).values(fields::show(&d.expected), fields::show(&d.found));
+        f.path = Some(d.path.clone());
+        if let Some(l) = line {
+            f = f.line(l);
+        }
+        cx.findings.push(f);
+    }
+}
+
+/// The line key a path inside `lines[…]` or `insufficient[…]` names.
+fn line_of(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("lines[").or_else(|| path.strip_prefix("insufficient["))?;
+    rest.split_once(']').map(|(k, _)| k.to_string())
 }
