@@ -195,7 +195,7 @@ pub fn ceil_div(n: i128, d: i128) -> i128 {
 
 /// `ceil(n / d)` on unsigned values.
 pub fn ceil_div_u128(n: u128, d: u128) -> u128 {
-    n / d + u128::from(n % d != 0)
+    n / d + u128::from(!n.is_multiple_of(d))
 }
 
 /// Writes an integer that counts `10^-places` units as a decimal.

@@ -80,7 +80,7 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> 
 fn canonical(raw: &Value, p: &Point, at: &str) -> Result<()> {
     let written = serde_json::to_value(p).map_err(|e| anyhow!("{at}: {e}"))?;
     let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!("{at}: expected an object") };
-    for k in r.keys().filter(|k| !w.contains_key(*k)) {
+    if let Some(k) = r.keys().find(|k| !w.contains_key(*k)) {
         bail!("{at}: {k}: unknown field");
     }
     for (k, wv) in w {
