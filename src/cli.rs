@@ -185,6 +185,10 @@ struct QueryFlags {
     /// A coefficients file to price with (default: fits/vae.json under --root, else the compiled-in copy).
     #[arg(long, value_name = "FILE")]
     coefficients: Option<PathBuf>,
+    /// Exit 1 when the answer rests on an estimate: the legacy floor, the
+    /// unmeasured rule, or a size outside the line's measured range.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Args, Debug)]
@@ -192,7 +196,7 @@ struct ReserveArgs {
     #[command(flatten)]
     query: QueryArgs,
     /// Price with the previous (v1) estimator instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "strict")]
     legacy: bool,
 }
 
@@ -343,6 +347,17 @@ fn emit(text: &str) {
     }
 }
 
+/// `--strict`: exit 1, saying why, when an answer rests on estimates.
+fn strict_code(strict: bool, estimates: &[String]) -> u8 {
+    if !strict || estimates.is_empty() {
+        return EXIT_OK;
+    }
+    for e in estimates {
+        eprintln!("strict: {e}");
+    }
+    EXIT_FINDINGS
+}
+
 /// The query and the coefficients it is priced with.
 fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
     let (width, height) = crate::units::parse_size(&a.size)?;
@@ -466,7 +481,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let (q, source) = query_of(&a.query, &explicit_root)?;
             let r = commands::reserve::run(&source, &q, &EnvSnapshot::from_process(), a.legacy)?;
             emit(&report::render(&r, format, "reserve")?);
-            Ok(EXIT_OK)
+            Ok(strict_code(a.query.flags.strict, &r.price.estimates()))
         }
         Command::Plan(a) => {
             let (workload, budget) = plan_of(&a, &explicit_root)?;
@@ -480,7 +495,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 FailOnArg::Tiled => Verdict::Tiled,
                 FailOnArg::Host => Verdict::Host,
             });
-            Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { EXIT_OK })
+            let strict = strict_code(a.flags.strict, &p.estimates());
+            Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
         }
         Command::Points(a) => {
             let f = points::PointFilter {

@@ -8,8 +8,9 @@
 //! `reserve`.
 
 use crate::exact::Ratio;
+use crate::points::LineKey;
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::{Pricer, Query};
+use crate::pricing::{Price, Pricer, Query, Rule};
 use crate::units::mib_text as mib;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
@@ -47,6 +48,12 @@ pub fn budget(free: Option<u64>, share: Ratio, cap: Option<u64>) -> Result<Budge
         || share.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Greater
     {
         bail!("--share must be greater than 0 and at most 1 (got {})", crate::exact::exact_decimal(&share));
+    }
+    if free == Some(0) {
+        bail!("--free 0: free memory must be more than 0 bytes (or `unknown`)");
+    }
+    if cap == Some(0) {
+        bail!("--cap 0: a cap must be more than 0 bytes");
     }
     let share_text = crate::exact::exact_decimal(&share);
     let (bytes, from) = match (free, cap) {
@@ -118,6 +125,74 @@ pub struct Plan {
     pub transient_verdict: Option<Verdict>,
     /// Why this verdict, with the numbers.
     pub reasons: Vec<String>,
+    /// Every pricing the verdict rests on, with the rule and line that
+    /// priced it (VAE plans; empty for a canvas).
+    pub steps: Vec<PricedStep>,
+    /// The warnings of those pricings (legacy floor, unmeasured rule,
+    /// extrapolation, a tile that does nothing), each once.
+    pub warnings: Vec<String>,
+}
+
+/// What a priced step decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepRole {
+    /// Every item at once.
+    All,
+    /// One item (when all of them do not fit).
+    One,
+    /// The chosen group.
+    Group,
+    /// One more than the chosen group: why the group is not larger.
+    NextGroup,
+    /// A fallback tile, one item.
+    Tile,
+}
+
+/// One pricing a plan rests on, and where its number came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PricedStep {
+    /// What this pricing decided.
+    pub role: StepRole,
+    /// Items priced together.
+    pub batch: u64,
+    /// The tile priced (0 = untiled).
+    pub tile: u32,
+    /// The reservation, bytes.
+    pub bytes: u64,
+    /// Whether it fits the budget.
+    pub fits: bool,
+    /// The rule that priced it.
+    pub rule: Rule,
+    /// The key priced.
+    pub line: LineKey,
+    /// The line whose formula set the price, where one did.
+    pub priced_by: Option<LineKey>,
+    /// Whether the size lies outside that line's measured range.
+    pub extrapolated: bool,
+    /// The pricing's own warnings.
+    pub warnings: Vec<String>,
+    /// Why this number is an estimate (see `Price::estimates`); empty when a
+    /// measured line priced it inside its range.
+    pub estimates: Vec<String>,
+}
+
+impl PricedStep {
+    fn of(role: StepRole, batch: u64, p: &Price, budget: u64) -> PricedStep {
+        PricedStep {
+            role,
+            batch,
+            tile: p.line.tile,
+            bytes: p.bytes,
+            fits: p.bytes <= budget,
+            rule: p.rule,
+            line: p.line.clone(),
+            priced_by: p.priced_by.clone(),
+            extrapolated: p.extrapolated,
+            warnings: p.warnings.clone(),
+            estimates: p.estimates(),
+        }
+    }
 }
 
 impl Plan {
@@ -129,6 +204,17 @@ impl Plan {
     /// Whether any part of the work runs on the host.
     pub fn any_host(&self) -> bool {
         self.worst() == Verdict::Host
+    }
+
+    /// Why the plan rests on estimates (what `--strict` refuses), each once.
+    pub fn estimates(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in self.steps.iter().flat_map(|s| s.estimates.iter()) {
+            if !out.contains(e) {
+                out.push(e.clone());
+            }
+        }
+        out
     }
 }
 
@@ -166,63 +252,99 @@ fn finish(workload: &'static str, b: &Budget, items: u64, verdict: Verdict, g: O
         subchunk_frames: None,
         transient_verdict: None,
         reasons: vec![],
+        steps: vec![],
+        warnings: vec![],
     }
 }
 
-/// Plans a VAE query whose `batch` is the number of items.
+/// Plans a VAE query whose `batch` is the number of items. A query with a
+/// tile runs tiled (and is labelled so) whether or not every item fits.
 pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles: &[u32]) -> Result<Plan> {
     let n = q.batch;
-    let price =
-        |batch: u64, tile: u32| -> Result<u64> { Ok(pricer.price(&Query { batch, tile, ..q.clone() }, env)?.bytes) };
+    let price = |batch: u64, tile: u32| -> Result<Price> { pricer.price(&Query { batch, tile, ..q.clone() }, env) };
+    let mut steps = Vec::new();
     let all = price(n, q.tile)?;
-    let one = price(1, q.tile)?;
-    if all <= b.bytes {
-        let mut p = finish("vae", b, n, Verdict::Full, Some(n));
-        p.peak_bytes = Some(all);
-        p.per_item_bytes = Some(if n > 1 { price(2, q.tile)?.saturating_sub(one) } else { one });
-        p.reasons.push(format!("all {n} item(s) reserve {} ≤ budget {}", mib(all), mib(b.bytes)));
-        return Ok(p);
+    // The tile that priced it: a tile as large as the image prices untiled.
+    let tile = all.line.tile;
+    let own = if tile == 0 { None } else { Some(tile) };
+    steps.push(PricedStep::of(StepRole::All, n, &all, b.bytes));
+    let one = if n == 1 { all.clone() } else { price(1, tile)? };
+    let per_item = |one: &Price| -> Result<u64> {
+        Ok(if n > 1 { price(2, tile)?.bytes.saturating_sub(one.bytes) } else { one.bytes })
+    };
+    if all.bytes <= b.bytes {
+        let mut p = finish("vae", b, n, own.map_or(Verdict::Full, |_| Verdict::Tiled), Some(n));
+        p.tile = own;
+        p.peak_bytes = Some(all.bytes);
+        p.per_item_bytes = Some(per_item(&one)?);
+        p.reasons.push(format!("all {n} item(s) reserve {} ≤ budget {}", mib(all.bytes), mib(b.bytes)));
+        return Ok(with_steps(p, steps));
     }
-    if one <= b.bytes {
+    if one.bytes <= b.bytes {
+        steps.push(PricedStep::of(StepRole::One, 1, &one, b.bytes));
         // Largest g with price(g) ≤ budget; prices never fall as g grows.
         let (mut lo, mut hi) = (1u64, n - 1);
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
-            if price(mid, q.tile)? <= b.bytes {
+            if price(mid, tile)?.bytes <= b.bytes {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
         let g = lo;
-        let mut p = finish("vae", b, n, Verdict::Chunked, Some(g));
-        p.peak_bytes = Some(price(g, q.tile)?);
-        p.per_item_bytes = Some(price(2, q.tile)?.saturating_sub(one));
+        let group = price(g, tile)?;
+        steps.push(PricedStep::of(StepRole::Group, g, &group, b.bytes));
+        steps.push(PricedStep::of(StepRole::NextGroup, g + 1, &price(g + 1, tile)?, b.bytes));
+        let mut p = finish("vae", b, n, own.map_or(Verdict::Chunked, |_| Verdict::Tiled), Some(g));
+        p.tile = own;
+        p.peak_bytes = Some(group.bytes);
+        p.per_item_bytes = Some(per_item(&one)?);
         p.reasons.push(format!(
             "all {n} reserve {} > budget {}; groups of {g} reserve {}",
-            mib(all),
+            mib(all.bytes),
             mib(b.bytes),
-            mib(price(g, q.tile)?)
+            mib(group.bytes)
         ));
-        return Ok(p);
+        return Ok(with_steps(p, steps));
     }
-    let mut reasons = vec![format!("one item reserves {} > budget {}", mib(one), mib(b.bytes))];
-    for &t in tiles.iter().filter(|t| q.tile == 0 || **t < q.tile) {
+    if n > 1 {
+        steps.push(PricedStep::of(StepRole::One, 1, &one, b.bytes));
+    }
+    let mut reasons = vec![format!("one item reserves {} > budget {}", mib(one.bytes), mib(b.bytes))];
+    // Smaller tiles than the one asked for; a tile as large as the image
+    // would price the untiled work that just did not fit.
+    let fallback = tiles.iter().filter(|t| tile == 0 || **t < tile).filter(|t| {
+        let t = u64::from(**t);
+        t < q.width || t < q.height
+    });
+    for &t in fallback {
         let tiled = price(1, t)?;
-        if tiled <= b.bytes {
+        steps.push(PricedStep::of(StepRole::Tile, 1, &tiled, b.bytes));
+        if tiled.bytes <= b.bytes {
             let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
             p.tile = Some(t);
-            p.peak_bytes = Some(tiled);
-            reasons.push(format!("tile {t} reserves {} ≤ budget: one item at a time, tiled", mib(tiled)));
+            p.peak_bytes = Some(tiled.bytes);
+            reasons.push(format!("tile {t} reserves {} ≤ budget: one item at a time, tiled", mib(tiled.bytes)));
             p.reasons = reasons;
-            return Ok(p);
+            return Ok(with_steps(p, steps));
         }
-        reasons.push(format!("tile {t} reserves {} > budget", mib(tiled)));
+        reasons.push(format!("tile {t} reserves {} > budget", mib(tiled.bytes)));
     }
     let mut p = finish("vae", b, n, Verdict::Host, None);
     reasons.push("nothing fits on the device: run on the host".into());
     p.reasons = reasons;
-    Ok(p)
+    Ok(with_steps(p, steps))
+}
+
+fn with_steps(mut p: Plan, steps: Vec<PricedStep>) -> Plan {
+    for w in steps.iter().flat_map(|s| s.warnings.iter()) {
+        if !p.warnings.contains(w) {
+            p.warnings.push(w.clone());
+        }
+    }
+    p.steps = steps;
+    p
 }
 
 /// A frame canvas: `frames` frames of `width × height × channels × upscale²` uint8 bytes.
@@ -272,19 +394,18 @@ pub fn canvas(c: &Canvas, b: &Budget) -> Result<Plan> {
         if m.cmp_exact(&Ratio::zero())? != std::cmp::Ordering::Greater {
             bail!("--transient must be positive");
         }
-        let step = m.checked_mul(Ratio::int(i128::from(per_frame)))?;
-        let frames = Ratio::int(i128::from(b.bytes)).checked_div(step)?.floor();
-        let frames = u64::try_from(frames).unwrap_or(0);
+        let step = m.checked_mul(Ratio::int(i128::from(per_frame))).ok();
+        let frames = transient_frames(b.bytes, m, per_frame);
         let label = crate::exact::exact_decimal(&m);
         if frames == 0 {
             p.transient_verdict = Some(Verdict::Host);
             p.reasons.push(format!(
                 "transient step ({label}× a frame = {} B) > budget ({} B): that step runs on the host",
-                step.ceil(),
+                step.map(|s| s.ceil().to_string()).unwrap_or_else(|| "more than 2^127".into()),
                 b.bytes
             ));
         } else {
-            let sub = frames.min(p.group_size.unwrap_or(n));
+            let sub = u64::try_from(frames.min(u128::from(p.group_size.unwrap_or(n)))).unwrap_or(u64::MAX);
             p.subchunk_frames = Some(sub);
             p.transient_verdict = Some(if sub >= p.group_size.unwrap_or(n) { Verdict::Full } else { Verdict::Chunked });
             p.reasons.push(format!(
@@ -294,6 +415,19 @@ pub fn canvas(c: &Canvas, b: &Budget) -> Result<Plan> {
         }
     }
     Ok(p)
+}
+
+/// `floor(budget / (m × frame))` exactly, for any factor `m = p/q` the
+/// decimal parser accepts (q ≤ 10^18, so `budget × q` < 2^124 fits): when
+/// `p × frame` overflows, the step is larger than any budget and no frame
+/// fits.
+fn transient_frames(budget: u64, m: Ratio, per_frame: u64) -> u128 {
+    let (p, q) = (m.num().unsigned_abs(), m.den().unsigned_abs());
+    let Some(top) = u128::from(budget).checked_mul(q) else { return 0 };
+    match p.checked_mul(u128::from(per_frame)) {
+        Some(bottom) if bottom > 0 => top / bottom,
+        _ => 0,
+    }
 }
 
 #[cfg(test)]
@@ -331,5 +465,21 @@ mod tests {
         assert!(budget(None, half, None).is_err());
         assert!(budget(Some(1), Ratio::zero(), None).is_err());
         assert!(budget(Some(1), Ratio::new(3, 2).unwrap(), None).is_err());
+        assert!(budget(Some(0), half, None).is_err(), "zero free memory is an error");
+        assert!(budget(None, half, Some(0)).is_err(), "a zero cap is an error");
+    }
+
+    #[test]
+    fn transient_frames_are_exact_for_tiny_and_huge_factors() {
+        let frame = 44_236_800u64;
+        let budget = 20u64 << 30;
+        let tiny = crate::exact::parse_decimal("0.000000000000000001").unwrap();
+        // 10^18 × budget / frame frames: far more than any group.
+        assert_eq!(transient_frames(budget, tiny, frame), u128::from(budget) * 10u128.pow(18) / u128::from(frame));
+        let nine = Ratio::int(9);
+        assert_eq!(transient_frames(budget, nine, frame), u128::from(budget / (9 * frame)));
+        let huge = crate::exact::parse_decimal("99999999999999999999").unwrap();
+        assert_eq!(transient_frames(budget, huge, frame), 0);
+        assert_eq!(transient_frames(u64::MAX, Ratio::int(1), 1), u128::from(u64::MAX));
     }
 }

@@ -76,9 +76,11 @@ fn the_untouched_copy_passes() {
     assert_eq!(j["lines"], 12);
     assert_eq!(j["insufficient"], 2);
     // 95 points for coverage; 12 lines × 6 grid sizes × batch 1, 2 × (given,
-    // detected) = 288 for the query path; 6 families × 2 ops × 2 tiles (0, 512)
-    // × 3 dtypes × 5 backends × 2 OS × 6 grid sizes = 4320 for the floor.
-    assert_eq!(j["pricings"], 95 + 288 + 4320);
+    // detected) = 288 for the query path, less the 2 tile-512 lines at 512²
+    // (a tile that covers the image prices untiled): 280; 6 families × 2 ops
+    // × 2 tiles (0, 512) × 3 dtypes × 5 backends × 2 OS × 6 grid sizes = 4320
+    // for the floor, less tile 512 at 512² (360): 3960.
+    assert_eq!(j["pricings"], 95 + 280 + 3960);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }

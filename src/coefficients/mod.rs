@@ -199,7 +199,8 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
         min_sizes: policy.min_sizes,
         resolution: Resolution { slope_bytes_per_pixel: "0.01".into(), base_bytes: MIB },
         formula: "reserve_bytes = ceil(slope_centi × pixels / 100) + base_mib × 1048576, where \
-                  slope_centi = slope × 100 (an integer) and pixels = width × height × batch"
+                  slope_centi = slope × 100 (an integer) and pixels = width × height × batch; a tile at least \
+                  as large as both sides of the image does nothing and is priced with tile 0"
             .into(),
         lines: shipped,
         insufficient,
@@ -207,7 +208,8 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
             rule: policy.unmeasured.clone(),
             description: "a key with no line is priced at the largest of every line with the same \
                           (vae, op, tile, dtype) at the query's size, plus cast growth, and never below \
-                          the legacy estimate"
+                          the legacy estimate (pixels × elem_bytes × k, or tiled tile² × batch × elem_bytes × \
+                          k × tile_factor rounded up, plus fp32_extra_mib for the family in fp32)"
                 .into(),
         },
         cast_growth: "when the run dtype is wider than the loaded dtype, add params × \

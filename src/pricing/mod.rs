@@ -132,8 +132,34 @@ pub struct Price {
     pub allocator: Detected<Allocator>,
     /// The OS and where it came from.
     pub os: Detected<Os>,
+    /// The tile asked for when it was not the tile priced: a tile at least
+    /// as large as both sides of the image does nothing, so the untiled key
+    /// prices it (null otherwise).
+    pub tile_asked: Option<u32>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
+}
+
+impl Price {
+    /// Why this answer is an estimate rather than a measured line at a
+    /// measured size: the unmeasured rule, the legacy floor or the legacy
+    /// estimator, or a size outside the line's measured range. Empty when the
+    /// answer rests on a fitted or carried line inside its range. This is
+    /// what `--strict` refuses.
+    pub fn estimates(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.rule {
+            Rule::FittedLine | Rule::CarriedLine => {}
+            Rule::UnmeasuredRule | Rule::LegacyFloor => {
+                out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
+            }
+            Rule::Legacy => out.push(format!("{} is priced by the legacy estimator", self.line)),
+        }
+        if self.extrapolated {
+            out.push(format!("{} px lies outside the measured range of the line that priced it", self.pixels));
+        }
+        out
+    }
 }
 
 /// Prices a query. Verify takes this as a parameter so a test can hand it a
@@ -225,8 +251,39 @@ impl Coefficients {
         bail!("say which dtype the VAE runs in: --dtype fp16|bf16|fp32 (or --fp32 true|false for SD)")
     }
 
+    /// Tile edges a query may ask for: 0 (untiled), the tiles `plan` falls
+    /// back to, and every tile a line or a too-thin key was measured at.
+    pub fn known_tiles(&self) -> Vec<u32> {
+        let mut t: Vec<u32> = std::iter::once(0)
+            .chain(self.file.tiles.iter().copied())
+            .chain(self.file.lines.iter().map(|l| l.key.tile))
+            .chain(self.file.insufficient.iter().map(|l| l.key.tile))
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// The tile that prices a query: a tile at least as large as both sides
+    /// of the image does nothing, so it prices as untiled (whatever its
+    /// size); any other tile must be one the coefficients know, or it is an
+    /// error listing them.
+    pub fn effective_tile(&self, q: &Query) -> Result<u32> {
+        if q.tile != 0 && u64::from(q.tile) >= q.width && u64::from(q.tile) >= q.height {
+            return Ok(0);
+        }
+        let known = self.known_tiles();
+        if !known.contains(&q.tile) {
+            let shown: Vec<String> =
+                known.iter().map(|t| if *t == 0 { "0 (untiled)".to_string() } else { t.to_string() }).collect();
+            bail!("--tile {}: not a tile these coefficients know (known: {})", q.tile, shown.join(", "));
+        }
+        Ok(q.tile)
+    }
+
     /// The query's line key with dtype, allocator and OS resolved.
     pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
+        let tile = self.effective_tile(q)?;
         let family = self.family(&q.vae)?;
         let run = self.run_dtype(q, &family)?;
         let os = match q.os {
@@ -248,7 +305,7 @@ impl Coefficients {
         let key = LineKey {
             vae: family,
             op: q.op,
-            tile: q.tile,
+            tile,
             conv_backend: q.conv_backend,
             allocator: allocator.value,
             os: key_os,
@@ -272,9 +329,9 @@ impl Coefficients {
             .ok_or_else(|| anyhow!("cast growth of {family} overflows"))
     }
 
-    fn legacy_at(&self, key: &LineKey, pixels: u64) -> Option<u64> {
+    fn legacy_at(&self, key: &LineKey, pixels: u64, batch: u64) -> Option<u64> {
         let l = self.file.legacy.as_ref()?;
-        legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, pixels)
+        legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, pixels, batch)
     }
 
     /// `--legacy`: the v1 estimator alone.
@@ -282,13 +339,12 @@ impl Coefficients {
         let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let bytes = self
-            .legacy_at(&key, pixels)
+            .legacy_at(&key, pixels, q.batch)
             .ok_or_else(|| anyhow!("the legacy table has no value for {key} (no element size for {})", key.dtype))?;
         Ok(Price {
             bytes,
             mib: bytes.div_ceil(MIB),
             rule: Rule::Legacy,
-            line: key,
             priced_by: None,
             slope: None,
             base_mib: None,
@@ -302,9 +358,24 @@ impl Coefficients {
             run_dtype: run,
             allocator,
             os,
-            warnings: vec![],
+            tile_asked: tile_asked(q, &key),
+            warnings: tile_warning(q, &key).into_iter().collect(),
+            line: key,
         })
     }
+}
+
+fn tile_asked(q: &Query, key: &LineKey) -> Option<u32> {
+    (q.tile != key.tile).then_some(q.tile)
+}
+
+fn tile_warning(q: &Query, key: &LineKey) -> Option<String> {
+    tile_asked(q, key).map(|t| {
+        format!(
+            "tile {t} covers the whole {}x{} image: tiling does nothing, so it is priced untiled",
+            q.width, q.height
+        )
+    })
 }
 
 fn pixels(q: &Query) -> Result<u64> {
@@ -340,7 +411,7 @@ impl Pricer for Coefficients {
                         }
                     }
                 }
-                let legacy = self.legacy_at(&key, pixels);
+                let legacy = self.legacy_at(&key, pixels, q.batch);
                 match (best, legacy) {
                     (None, None) => bail!(
                         "no coefficient line for {key} and no legacy value: nothing measured for \
@@ -368,7 +439,7 @@ impl Pricer for Coefficients {
         };
         let size_range = coef.as_ref().and_then(|c| c.size_range);
         let extrapolated = rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| pixels < lo || pixels > hi);
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = tile_warning(q, &key).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(format!(
                 "{pixels} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
@@ -382,7 +453,6 @@ impl Pricer for Coefficients {
             bytes,
             mib: bytes.div_ceil(MIB),
             rule,
-            line: key,
             priced_by,
             slope: coef.as_ref().map(|c| crate::coefficients::assemble::slope_text(c.slope_centi)),
             base_mib: coef.as_ref().map(|c| c.base_mib),
@@ -396,7 +466,9 @@ impl Pricer for Coefficients {
             loaded_dtype: loaded,
             allocator,
             os,
+            tile_asked: tile_asked(q, &key),
             warnings,
+            line: key,
         })
     }
 }

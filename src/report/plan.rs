@@ -7,7 +7,11 @@ impl Report for Plan {
         let n = self.items;
         let mut s = self.verdict.as_str().to_uppercase();
         s.push_str(&match (self.tile, self.group_size, self.groups) {
-            (Some(t), _, _) => format!(": {t}-pixel tiles, one item at a time ({n} item(s))"),
+            (Some(t), _, _) if self.steps.iter().any(|st| st.role == crate::plan::StepRole::Tile) => {
+                format!(": {t}-pixel tiles, one item at a time ({n} item(s))")
+            }
+            (Some(t), Some(g), Some(k)) if k > 1 => format!(": {t}-pixel tiles, {k} groups of up to {g} of {n} items"),
+            (Some(t), _, _) => format!(": {t}-pixel tiles, all {n} item(s) at once"),
             (None, Some(g), Some(k)) if k > 1 => format!(": {k} groups of up to {g} of {n} items"),
             (None, Some(_), Some(_)) => format!(": all {n} item(s) at once"),
             _ => format!(": {n} item(s) on the host"),
@@ -43,6 +47,26 @@ impl Report for Plan {
         }
         for r in &self.reasons {
             s.push_str(&format!("  - {r}\n"));
+        }
+        if !self.steps.is_empty() {
+            s.push_str("  priced by:\n");
+            for st in &self.steps {
+                let what = match (st.batch, st.tile) {
+                    (1, 0) => "1 item".to_string(),
+                    (b, 0) => format!("{b} items"),
+                    (1, t) => format!("1 item, tile {t}"),
+                    (b, t) => format!("{b} items, tile {t}"),
+                };
+                let by = match &st.priced_by {
+                    Some(k) if *k != st.line => format!("{} (for {})", k, st.line),
+                    _ => st.line.to_string(),
+                };
+                let extra = if st.extrapolated { ", extrapolated" } else { "" };
+                s.push_str(&format!("    {what:<20} {:>10}  {} {by}{extra}\n", mib(st.bytes), st.rule.as_str()));
+            }
+        }
+        for w in &self.warnings {
+            s.push_str(&format!("warning: {w}\n"));
         }
         s
     }

@@ -23,6 +23,11 @@ fn env_for(backend: ConvBackend, allocator: Allocator, os: Os) -> EnvSnapshot {
     EnvSnapshot::default().with(var, conf).on(os)
 }
 
+/// Whether a tile covers a whole `w × h` image (so it prices untiled).
+fn covers(tile: u32, w: u64, h: u64) -> bool {
+    tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
+}
+
 pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
     let policy = &cx.inputs.policy;
     let mut out = Vec::new();
@@ -123,7 +128,7 @@ pub(super) fn floor(cx: &mut Ctx) {
             let x = w.saturating_mul(*h);
             let k = &s.key;
             let Some(l) =
-                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x)
+                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x, 1)
             else {
                 continue;
             };
@@ -156,6 +161,9 @@ pub(super) fn floor(cx: &mut Ctx) {
                     for backend in ConvBackend::ALL {
                         for os in [Os::Linux, Os::Windows] {
                             for (w, h) in &grid {
+                                if covers(*tile, *w, *h) {
+                                    continue; // priced untiled: the tile-0 pass checks it
+                                }
                                 let key = LineKey {
                                     vae: family.clone(),
                                     op: *op,
@@ -175,6 +183,7 @@ pub(super) fn floor(cx: &mut Ctx) {
                                     *backend,
                                     *dtype,
                                     w.saturating_mul(*h),
+                                    1,
                                 ) else {
                                     continue;
                                 };
@@ -227,7 +236,8 @@ pub(super) fn query_path(cx: &mut Ctx) {
             ("given", Choice::Given(k.allocator), Choice::Given(host), EnvSnapshot::default()),
         ];
         let mut reported = false;
-        for (w, h) in &grid {
+        // A tile as large as the image prices the untiled key, by design.
+        for (w, h) in grid.iter().filter(|(w, h)| !covers(k.tile, *w, *h)) {
             for batch in [1u64, 2] {
                 for (how, allocator, os, env) in &paths {
                     if reported {

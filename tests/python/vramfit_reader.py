@@ -45,7 +45,7 @@ def os_specific(coef, backend, allocator):
     )
 
 
-def legacy_price(coef, family, op, tile, backend, dtype, pixels):
+def legacy_price(coef, family, op, tile, backend, dtype, pixels, batch):
     legacy = coef.get("legacy")
     if legacy is None or dtype not in legacy["elem_bytes"]:
         return None
@@ -55,7 +55,7 @@ def legacy_price(coef, family, op, tile, backend, dtype, pixels):
     if tile == 0:
         work = pixels * elem * k
     else:
-        raw = Fraction(tile * tile * elem * k) * Fraction(legacy["tile_factor"])
+        raw = Fraction(tile * tile * batch * elem * k) * Fraction(legacy["tile_factor"])
         work = -(-raw.numerator // raw.denominator)
     extra = legacy["fp32_extra_mib"].get(family, 0) if dtype == "fp32" else 0
     return work + extra * MIB
@@ -65,7 +65,9 @@ def price(coef, q):
     family = family_of(coef, q["vae"])
     run, loaded = q["dtype"], q.get("loaded_dtype") or q["dtype"]
     key_os = q["os"] if os_specific(coef, q["conv_backend"], q["allocator"]) else "any"
-    key = (family, q["op"], q["tile"], q["conv_backend"], q["allocator"], key_os, run)
+    # A tile as large as both sides of the image does nothing: untiled.
+    tile = 0 if q["tile"] >= q["width"] and q["tile"] >= q["height"] else q["tile"]
+    key = (family, q["op"], tile, q["conv_backend"], q["allocator"], key_os, run)
     pixels = q["width"] * q["height"] * q["batch"]
     growth = 0
     if ELEM[run] > ELEM[loaded]:
@@ -84,9 +86,9 @@ def price(coef, q):
     same = [
         line_price(l, pixels)
         for k, l in lines.items()
-        if (k[0], k[1], k[2], k[6]) == (family, q["op"], q["tile"], run)
+        if (k[0], k[1], k[2], k[6]) == (family, q["op"], tile, run)
     ]
-    legacy = legacy_price(coef, family, q["op"], q["tile"], q["conv_backend"], run, pixels)
+    legacy = legacy_price(coef, family, q["op"], tile, q["conv_backend"], run, pixels, q["batch"])
     if not same and legacy is None:
         raise KeyError("no line and no legacy value for %r" % (key,))
     if same and (legacy is None or max(same) + growth >= legacy):
