@@ -320,27 +320,39 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
     Ok(ingest::IngestOptions { files: a.files, from, check: a.check })
 }
 
-/// Runs the command line and returns the exit code.
+/// Runs the command line of this process and returns the exit code.
 pub fn main() -> u8 {
-    let cli = match Cli::try_parse() {
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    run_from(std::env::args_os(), &EnvSnapshot::from_process(), &mut out, &mut err)
+}
+
+/// Runs one command line with an explicit environment and output streams,
+/// and returns the exit code: the whole binary, callable in-process (the
+/// fuzz tests drive thousands of command lines through it).
+pub fn run_from<I, T>(args: I, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_INPUT } else { EXIT_OK };
-            let _ = e.print();
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() { err.write_all(text.as_bytes()) } else { out.write_all(text.as_bytes()) };
             return code;
         }
     };
-    match run(cli) {
+    match run(cli, env, out, err) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let _ = writeln!(err, "error: {e:#}");
             EXIT_INPUT
         }
     }
 }
 
-fn emit(text: &str) {
-    let mut out = std::io::stdout().lock();
+fn emit(out: &mut dyn Write, text: &str) {
     let _ = out.write_all(text.as_bytes());
     if !text.ends_with('\n') {
         let _ = out.write_all(b"\n");
@@ -348,12 +360,12 @@ fn emit(text: &str) {
 }
 
 /// `--strict`: exit 1, saying why, when an answer rests on estimates.
-fn strict_code(strict: bool, estimates: &[String]) -> u8 {
+fn strict_code(strict: bool, estimates: &[String], err: &mut dyn Write) -> u8 {
     if !strict || estimates.is_empty() {
         return EXIT_OK;
     }
     for e in estimates {
-        eprintln!("strict: {e}");
+        let _ = writeln!(err, "strict: {e}");
     }
     EXIT_FINDINGS
 }
@@ -451,7 +463,7 @@ fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::pl
     Ok((workload, budget))
 }
 
-fn run(cli: Cli) -> anyhow::Result<u8> {
+fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
     let format: Format = cli.format.into();
     let explicit_root = cli.root.clone();
     let root = cli.root.unwrap_or_else(|| PathBuf::from("."));
@@ -459,43 +471,43 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Ingest(a) => {
             let opts = ingest_options(a)?;
             let r = commands::ingest::run(&root, &opts)?;
-            emit(&report::render(&r, format, "ingest")?);
+            emit(out, &report::render(&r, format, "ingest")?);
             Ok(if opts.check && !r.up_to_date { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Fit => {
             let r = commands::fit::run(&root)?;
-            emit(&report::render(&r, format, "fit")?);
+            emit(out, &report::render(&r, format, "fit")?);
             Ok(if r.findings.is_empty() { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Emit(a) => {
             let r = commands::emit::run(&root, a.check, a.force)?;
-            emit(&report::render(&r, format, "emit")?);
+            emit(out, &report::render(&r, format, "emit")?);
             Ok(if (a.check && r.changed) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Verify => {
             let r = commands::verify::run(&root)?;
-            emit(&report::render(&r, format, "verify")?);
+            emit(out, &report::render(&r, format, "verify")?);
             Ok(if r.ok { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Reserve(a) => {
             let (q, source) = query_of(&a.query, &explicit_root)?;
-            let r = commands::reserve::run(&source, &q, &EnvSnapshot::from_process(), a.legacy)?;
-            emit(&report::render(&r, format, "reserve")?);
-            Ok(strict_code(a.query.flags.strict, &r.price.estimates()))
+            let r = commands::reserve::run(&source, &q, env, a.legacy)?;
+            emit(out, &report::render(&r, format, "reserve")?);
+            Ok(strict_code(a.query.flags.strict, &r.price.estimates(), err))
         }
         Command::Plan(a) => {
             let (workload, budget) = plan_of(&a, &explicit_root)?;
-            let p = commands::plan::run(&workload, &budget, &EnvSnapshot::from_process())?;
+            let p = commands::plan::run(&workload, &budget, env)?;
             if p.any_host() {
-                eprintln!("warning: part of this work cannot run on the device: {}", p.reasons.join("; "));
+                let _ = writeln!(err, "warning: part of this work cannot run on the device: {}", p.reasons.join("; "));
             }
-            emit(&report::render(&p, format, "plan")?);
+            emit(out, &report::render(&p, format, "plan")?);
             let fail = a.fail_on.map(|f| match f {
                 FailOnArg::Chunked => Verdict::Chunked,
                 FailOnArg::Tiled => Verdict::Tiled,
                 FailOnArg::Host => Verdict::Host,
             });
-            let strict = strict_code(a.flags.strict, &p.estimates());
+            let strict = strict_code(a.flags.strict, &p.estimates(), err);
             Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
         }
         Command::Points(a) => {
@@ -510,7 +522,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 id: a.id,
             };
             let r = commands::points::run(&root, &f)?;
-            emit(&report::render(&r, format, "points")?);
+            emit(out, &report::render(&r, format, "points")?);
             Ok(EXIT_OK)
         }
     }

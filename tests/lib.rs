@@ -3,6 +3,8 @@
 
 mod common;
 mod fit;
+mod fuzz;
+mod hand_edits;
 mod ingest;
 mod plan;
 mod points;

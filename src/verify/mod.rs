@@ -82,6 +82,11 @@ impl Finding {
         self
     }
 
+    pub fn at_path(mut self, path: impl Into<String>) -> Finding {
+        self.path = Some(path.into());
+        self
+    }
+
     pub fn points(mut self, ids: Vec<String>) -> Finding {
         self.points = ids;
         self

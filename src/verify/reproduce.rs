@@ -86,6 +86,7 @@ pub(super) fn lines(cx: &mut Ctx) {
                     format!("line {key} is shipped, but no included point or carry produces it now"),
                     "run `vramfit emit`; if points were removed on purpose, commit the new file",
                 )
+                .at_path(format!("lines[{key}]"))
                 .line(&key)
                 .points(s.point_ids.clone()),
             );
@@ -123,6 +124,7 @@ pub(super) fn lines(cx: &mut Ctx) {
                     format!("the points of {key} are gone"),
                     "run `vramfit emit`",
                 )
+                .at_path(format!("insufficient[{key}]"))
                 .line(&key)
                 .points(s.point_ids.clone()),
             ),
@@ -149,6 +151,11 @@ pub(super) fn lines(cx: &mut Ctx) {
                     format!("{key} ({}) follows from the points but is missing from fits/vae.json", f.kind.as_str()),
                     "new points were added since `emit`: run `vramfit emit` and commit fits/vae.json",
                 )
+                .at_path(if f.kind == LineKind::Insufficient {
+                    format!("insufficient[{key}]")
+                } else {
+                    format!("lines[{key}]")
+                })
                 .line(key)
                 .points(f.points.iter().map(|p| p.id.clone()).collect()),
             );

@@ -88,3 +88,55 @@ pub fn add_carry(root: &Path, slope: &str, base_mib: u64) {
     let text = fs::read_to_string(&policy).unwrap();
     fs::write(&policy, format!("{text}{carry}")).unwrap();
 }
+
+/// What one in-process command line did.
+pub struct Ran {
+    pub code: u8,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs one command line through the library's `run_from` (the whole
+/// binary, in-process) on a fixed Linux host with no allocator variables.
+/// A panic is returned as `Err` with its message, never propagated.
+pub fn run_in_process<S: AsRef<str>>(args: &[S]) -> Result<Ran, String> {
+    let mut argv = vec!["vramfit".to_string()];
+    argv.extend(args.iter().map(|a| a.as_ref().to_string()));
+    let env = vramfit::pricing::platform::EnvSnapshot::default().on(vramfit::vocab::Os::Linux);
+    std::panic::catch_unwind(|| {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = vramfit::cli::run_from(argv.clone(), &env, &mut out, &mut err);
+        Ran { code, out: String::from_utf8_lossy(&out).into_owned(), err: String::from_utf8_lossy(&err).into_owned() }
+    })
+    .map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".to_string())
+    })
+}
+
+/// A small seeded generator (xorshift64*): the same seed, the same cases.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
