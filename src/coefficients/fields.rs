@@ -117,11 +117,19 @@ fn has_repeats(keys: &[String]) -> bool {
     sorted.windows(2).any(|w| w[0] == w[1])
 }
 
-/// A value as shown in a finding: compact JSON.
+/// A value as shown in a message: compact JSON, cut after 200 characters
+/// (the path says where to look; a whole list of lines helps nobody).
 pub fn show(v: &Option<Value>) -> String {
+    const LIMIT: usize = 200;
     match v {
         None => "(absent)".to_string(),
-        Some(v) => v.to_string(),
+        Some(v) => {
+            let s = v.to_string();
+            match s.char_indices().nth(LIMIT) {
+                Some((cut, _)) => format!("{}… ({} characters)", &s[..cut], s.chars().count()),
+                None => s,
+            }
+        }
     }
 }
 

@@ -256,6 +256,14 @@ pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
     let canonical = serde_json::to_value(&typed)?;
     if let Some(d) = fields::first_difference(&canonical, &raw) {
         let what = match (&d.expected, &d.found) {
+            _ if d.path.ends_with(']') => "a line key not in canonical form (the seven key fields as `emit` \
+                                           writes them, each line once)"
+                .to_string(),
+            (Some(serde_json::Value::Array(_)), Some(serde_json::Value::Array(_)))
+                if d.path.ends_with("lines") || d.path == "insufficient" =>
+            {
+                "a line appears twice, or the lines are not in key order".to_string()
+            }
             (None, _) => "unknown field".to_string(),
             (_, None) => "missing field".to_string(),
             (e, f) => format!("{} is not in canonical form (expected {})", fields::show(f), fields::show(e)),
