@@ -187,7 +187,8 @@ fn zero_free_memory_or_cap_is_a_usage_error() {
 fn reserve_and_plan_refuse_a_malformed_coefficients_file() {
     let dir = tempfile::tempdir().unwrap();
     let shipped: serde_json::Value = serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
-    let edits: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
         ("unknown field", Box::new(|v| v["lines"][0]["scale"] = serde_json::json!(2))),
         (
             "missing field",
