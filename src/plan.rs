@@ -226,12 +226,16 @@ pub fn all_groups(n: u64, g: u64) -> Vec<[u64; 2]> {
     (0..n.div_ceil(g)).map(|i| [i * g, ((i + 1) * g).min(n)]).collect()
 }
 
-/// The first and the last group (one pair when there is one group).
+/// The first and the last group (one pair when there is one group),
+/// computed directly: a plan of 10^18 frames lists two pairs, not 10^18.
 pub fn groups(n: u64, g: u64) -> Vec<[u64; 2]> {
-    let all = all_groups(n, g);
-    match all.len() {
-        0 | 1 => all,
-        c => vec![all[0], all[c - 1]],
+    let g = g.max(1);
+    let count = n.div_ceil(g);
+    let at = |i: u64| [i * g, i.saturating_add(1).saturating_mul(g).min(n)];
+    match count {
+        0 => vec![],
+        1 => vec![at(0)],
+        c => vec![at(0), at(c - 1)],
     }
 }
 
@@ -446,6 +450,9 @@ mod tests {
                     assert_eq!(a[last][0], b[last][0]);
                     assert!(a[last][1] <= b[last][1]);
                     assert_eq!(a.iter().map(|r| r[1] - r[0]).sum::<u64>(), n);
+                    let ends = groups(n, g);
+                    assert_eq!(ends[0], a[0]);
+                    assert_eq!(ends[ends.len() - 1], a[last]);
                 }
             }
         }

@@ -151,8 +151,8 @@ pub fn run(
     let mut cx = Ctx { inputs, shipped, raw, expected, fresh, pricer, pricings: 0, findings: Vec::new() };
     reproduce::policy_problems(&mut cx);
     reproduce::settings(&mut cx);
-    reproduce::whole_file(&mut cx, false);
     reproduce::lines(&mut cx);
+    reproduce::whole_file(&mut cx, false);
     certificate::check(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
