@@ -422,7 +422,7 @@ fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::pl
         "unknown" | "" => None,
         v => Some(crate::units::parse_bytes(v).map_err(|e| anyhow::anyhow!("--free {e}"))?),
     };
-    let share = crate::exact::parse_decimal(&a.share).map_err(|e| anyhow::anyhow!("--share '{}': {e}", a.share))?;
+    let share = crate::units::parse_factor(&a.share).map_err(|e| anyhow::anyhow!("--share {e}"))?;
     let cap = a.cap.as_deref().map(crate::units::parse_bytes).transpose().map_err(|e| anyhow::anyhow!("--cap {e}"))?;
     let budget = plan::budget(free, share, cap)?;
     let w = &a.workload;
@@ -438,7 +438,7 @@ fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::pl
         let transient = a
             .transient
             .as_deref()
-            .map(|t| crate::exact::parse_decimal(t).map_err(|e| anyhow::anyhow!("--transient '{t}': {e}")))
+            .map(|t| crate::units::parse_factor(t).map_err(|e| anyhow::anyhow!("--transient {e}")))
             .transpose()?;
         commands::plan::Workload::Canvas(plan::Canvas {
             width,

@@ -40,6 +40,25 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
     u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
 }
 
+/// A factor typed on the command line (`--share`, `--transient`): a plain
+/// decimal, or one with a power-of-ten exponent (`1e-16`, `2.5E3`), read
+/// exactly. An exponent that does not fit the exact range is an error.
+pub fn parse_factor(s: &str) -> Result<crate::exact::Ratio> {
+    use crate::exact::Ratio;
+    let t = s.trim();
+    let (mantissa, exp) = match t.split_once(['e', 'E']) {
+        None => return Ok(crate::exact::parse_decimal(t).map_err(|e| anyhow!("'{t}': {e}"))?),
+        Some((m, e)) => (m, e.parse::<i32>().map_err(|_| anyhow!("'{t}': the exponent '{e}' is not an integer"))?),
+    };
+    let m = crate::exact::parse_decimal(mantissa).map_err(|e| anyhow!("'{t}': {e}"))?;
+    if exp.unsigned_abs() > 30 {
+        bail!("'{t}': the exponent {exp} is outside -30..=30");
+    }
+    let scale = Ratio::int(10i128.pow(exp.unsigned_abs()));
+    let v = if exp >= 0 { m.checked_mul(scale) } else { m.checked_div(scale) };
+    v.map_err(|_| anyhow!("'{t}': too many digits to hold exactly"))
+}
+
 /// Bytes as whole MiB rounded up, for messages (`4488 MiB`).
 pub fn mib_text(bytes: u64) -> String {
     format!("{} MiB", bytes.div_ceil(crate::exact::MIB))
@@ -56,6 +75,17 @@ mod tests {
         assert!(parse_size("0x5").is_err());
         assert!(parse_size("1024").is_err());
         assert!(parse_size("-4x4").is_err());
+    }
+
+    #[test]
+    fn factors_with_exponents_are_exact() {
+        use crate::exact::Ratio;
+        assert_eq!(parse_factor("1e-16").unwrap(), Ratio::new(1, 10i128.pow(16)).unwrap());
+        assert_eq!(parse_factor("2.5E3").unwrap(), Ratio::int(2500));
+        assert_eq!(parse_factor("0.25").unwrap(), Ratio::new(1, 4).unwrap());
+        assert!(parse_factor("1e-99").is_err());
+        assert!(parse_factor("1ex").is_err());
+        assert!(parse_factor("-1e3").is_err());
     }
 
     #[test]

@@ -167,6 +167,20 @@ fn canvas_transient_arithmetic_is_exact_for_tiny_factors() {
     assert_eq!(j["verdict"], "full");
     assert_eq!(j["transient_verdict"], "full");
     assert_eq!(j["subchunk_frames"], 240);
+    let j = json(&[
+        "plan",
+        "canvas",
+        "1280x720",
+        "--frames",
+        "240",
+        "--upscale",
+        "4",
+        "--free",
+        "20GiB",
+        "--transient",
+        "1e-16",
+    ]);
+    assert_eq!((j["transient_verdict"].as_str(), j["subchunk_frames"].as_u64()), (Some("full"), Some(240)));
 }
 
 #[test]
