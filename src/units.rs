@@ -47,7 +47,7 @@ pub fn parse_factor(s: &str) -> Result<crate::exact::Ratio> {
     use crate::exact::Ratio;
     let t = s.trim();
     let (mantissa, exp) = match t.split_once(['e', 'E']) {
-        None => return Ok(crate::exact::parse_decimal(t).map_err(|e| anyhow!("'{t}': {e}"))?),
+        None => return crate::exact::parse_decimal(t).map_err(|e| anyhow!("'{t}': {e}")),
         Some((m, e)) => (m, e.parse::<i32>().map_err(|_| anyhow!("'{t}': the exponent '{e}' is not an integer"))?),
     };
     let m = crate::exact::parse_decimal(mantissa).map_err(|e| anyhow!("'{t}': {e}"))?;
