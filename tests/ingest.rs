@@ -157,7 +157,7 @@ fn header_only_bom_and_crlf_are_accepted() {
     assert_eq!(j["files"][0]["rows"], 0);
     assert_eq!(j["files"][1]["rows"], 1);
     assert_eq!(j["files"][1]["added"], 1);
-    assert_eq!(j["points"], 106);
+    assert_eq!(j["points"], 139);
     let store = fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
     // The BOM did not leak into the first column name: the row's own id was used.
     assert!(store.contains("\"id\": \"t-ok-1\""));
@@ -215,7 +215,7 @@ fn reingest_is_a_no_op_and_check_passes() {
     let root = scratch();
     let store = root.path().join("measurements/vae.json");
     let before = fs::read(&store).unwrap();
-    let raw: Vec<_> = ["invokeai-7785061-rtx4090-linux.csv", "invokeai-pr7673-pr7674.csv"]
+    let raw: Vec<_> = ["invokeai-7785061-rtx4090-linux.csv", "invokeai-pr7673-pr7674.csv", "invokeai-flux2-qwen.csv"]
         .iter()
         .map(|f| root.path().join("measurements/raw").join(f))
         .collect();
@@ -223,7 +223,7 @@ fn reingest_is_a_no_op_and_check_passes() {
         vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest"]).args(&raw).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let j = json_of(&out);
-    assert_eq!(j["points"], 105);
+    assert_eq!(j["points"], 138);
     assert_eq!(j["added"], 0);
     assert_eq!(j["written"], false);
     assert_eq!(before, fs::read(&store).unwrap());
@@ -234,7 +234,11 @@ fn reingest_is_a_no_op_and_check_passes() {
 fn check_fails_when_rows_are_not_ingested_or_points_are_orphaned() {
     let root = scratch();
     let raw = root.path().join("measurements/raw");
-    let all = [raw.join("invokeai-7785061-rtx4090-linux.csv"), raw.join("invokeai-pr7673-pr7674.csv")];
+    let all = [
+        raw.join("invokeai-7785061-rtx4090-linux.csv"),
+        raw.join("invokeai-pr7673-pr7674.csv"),
+        raw.join("invokeai-flux2-qwen.csv"),
+    ];
     // A file with rows the store lacks: exit 1, and the store untouched.
     let before = snapshot(root.path());
     let out = vramfit()
@@ -248,10 +252,10 @@ fn check_fails_when_rows_are_not_ingested_or_points_are_orphaned() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout_of(&out).contains("3 row(s) not ingested yet"), "{}", stdout_of(&out));
     assert_eq!(before, snapshot(root.path()));
-    // Only one of the two shipped files: the other's points are orphans.
+    // Only one of the shipped files: the others' points are orphans.
     let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).arg(&all[0]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout_of(&out).contains("7 stored point(s) come from none of these files"), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).contains("40 stored point(s) come from none of these files"), "{}", stdout_of(&out));
 }
 
 #[test]
@@ -275,12 +279,13 @@ fn output_is_byte_identical_in_any_row_order() {
         let f = root.path().join("shuffled.csv");
         fs::write(&f, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
         let pr = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+        let fq = repo().join("measurements/raw/invokeai-flux2-qwen.csv");
         let mut cmd = vramfit();
         cmd.arg("--root").arg(root.path()).arg("ingest");
         if seed % 2 == 1 {
-            cmd.arg(&pr).arg(&f);
+            cmd.arg(&pr).arg(&fq).arg(&f);
         } else {
-            cmd.arg(&f).arg(&pr);
+            cmd.arg(&f).arg(&fq).arg(&pr);
         }
         cmd.assert().code(0);
         stores.push(fs::read(root.path().join("measurements/vae.json")).unwrap());

@@ -20,7 +20,7 @@ fn filters_by_model_alias_and_key_fields() {
         assert_eq!(p["dtype"], "fp16");
         assert_eq!(p["op"], "decode");
     }
-    assert_eq!(j["total"], 105);
+    assert_eq!(j["total"], 138);
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn table_lists_the_same_points() {
     let out =
         vramfit().arg("--root").arg(repo()).args(["points", "--vae", "flux1", "--dtype", "bf16"]).output().unwrap();
     let s = stdout_of(&out);
-    assert!(s.contains("10 of 105 points"), "{s}");
+    assert!(s.contains("10 of 138 points"), "{s}");
     assert!(s.contains("i7785061-flux1-decode-bf16-2048x2048"));
     // 16928 MiB reserved is the demand of that point.
     assert!(s.contains("16928.00"));

@@ -71,16 +71,18 @@ fn the_untouched_copy_passes() {
     let (rc, j) = verify_json(root.path());
     assert_eq!(rc, 0, "{:?}", j["findings"]);
     assert_eq!(j["ok"], true);
-    assert_eq!(j["points"], 105);
-    assert_eq!(j["included"], 95, "105 points less the 10 excluded in the policy");
-    assert_eq!(j["lines"], 12);
+    assert_eq!(j["points"], 138);
+    assert_eq!(j["included"], 128, "138 points less the 10 excluded in the policy");
+    assert_eq!(j["lines"], 18);
     assert_eq!(j["insufficient"], 2);
-    // 95 points for coverage; 12 lines × 6 grid sizes × batch 1, 2 × (given,
-    // detected) = 288 for the query path, less the 2 tile-512 lines at 512²
-    // (a tile that covers the image prices untiled): 280; 6 families × 2 ops
-    // × 2 tiles (0, 512) × 3 dtypes × 5 backends × 2 OS × 6 grid sizes = 4320
-    // for the floor, less tile 512 at 512² (360): 3960.
-    assert_eq!(j["pricings"], 95 + 280 + 3960);
+    // 128 points for coverage. The query path: 13 untiled lines off MIOpen ×
+    // 6 grid sizes × batch 1, 2 × (given, detected) = 312; the 2 tile-512
+    // lines skip 512² (a tile that covers the image prices untiled): 40; the
+    // MIOpen Linux line: 24; the 2 MIOpen lines measured without an OS are
+    // asked on Linux, on Windows and as `any`: 144; 520 in all. The floor: 6
+    // families × 2 ops × 2 tiles (0, 512) × 3 dtypes × 5 backends × 2 OS × 6
+    // grid sizes = 4320, less tile 512 at 512² (360): 3960.
+    assert_eq!(j["pricings"], 128 + 520 + 3960);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }
@@ -426,7 +428,7 @@ fn pricer_that_drops_the_base() {
 fn pricer_that_ignores_batch() {
     let root = scratch();
     let lines = query_path_caught(root.path(), &|c| Box::new(IgnoreBatch(c)));
-    assert_eq!(lines.len(), 12, "every line: {lines:?}");
+    assert_eq!(lines.len(), 18, "every line: {lines:?}");
 }
 
 #[test]

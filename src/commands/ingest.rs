@@ -64,6 +64,9 @@ pub struct IngestReport {
     pub orphans: Vec<String>,
     /// Whether the store is up to date with the files (`--check` exits 1 when not).
     pub up_to_date: bool,
+    /// Things the maintainer should know about the rows read: points with no
+    /// OS on a platform whose lines keep their OS, and what they become.
+    pub notes: Vec<String>,
 }
 
 /// Reads the files named in `opts` into rows.
@@ -120,6 +123,7 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         vec![]
     };
     let up_to_date = added == 0 && orphans.is_empty();
+    let notes = unknown_os_notes(&all, &policy);
     let path = store::path(root);
     let written = !opts.check && added > 0;
     if written {
@@ -136,5 +140,28 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         missing,
         orphans,
         up_to_date,
+        notes,
     })
+}
+
+/// Rows with no OS on a platform whose lines keep their OS: they make a
+/// line of their own (`os = any`) that prices every OS as a lower bound.
+fn unknown_os_notes(rows: &[ParsedRow], policy: &policy::Policy) -> Vec<String> {
+    let mut per_key: BTreeMap<String, usize> = BTreeMap::new();
+    for r in rows {
+        let p = &r.point;
+        if p.os == crate::vocab::Os::Any && policy.is_os_specific(p.conv_backend, p.allocator) {
+            *per_key.entry(policy.line_key(p).to_string()).or_insert(0) += 1;
+        }
+    }
+    per_key
+        .into_iter()
+        .map(|(key, n)| {
+            format!(
+                "{n} row(s) of {key} give no OS, on a platform whose lines keep their OS: they make the line \
+                 measured without an OS, which prices every OS as a lower bound (an OS-specific line of the \
+                 same platform is used only where it prices higher)"
+            )
+        })
+        .collect()
 }

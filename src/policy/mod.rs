@@ -119,6 +119,10 @@ pub struct Policy {
     pub min_sizes: usize,
     pub unmeasured: String,
     pub excludes: Vec<Listed>,
+    /// Points kept in their line on purpose where another source disagrees
+    /// at the same size (the envelope then covers the higher figure): a
+    /// visible decision with its reason, checked to name real points.
+    pub keeps: Vec<Listed>,
     pub exceptions: Vec<Listed>,
     pub carries: Vec<Carry>,
     pub os_specific: Vec<OsSpecific>,
@@ -171,7 +175,11 @@ impl Policy {
         let ids: BTreeSet<&str> = points.iter().map(|p| p.id.as_str()).collect();
         // An excluded id that names no point is a typo that lets a bad point
         // back in; an exception that names no point is stale.
-        let lists = [(&self.excludes, "exclude", "unknown-id"), (&self.exceptions, "exception", "stale-exception")];
+        let lists = [
+            (&self.excludes, "exclude", "unknown-id"),
+            (&self.keeps, "keep", "unknown-id"),
+            (&self.exceptions, "exception", "stale-exception"),
+        ];
         let mut out = Vec::new();
         for (list, table, code) in lists {
             for e in list.iter().filter(|e| !ids.contains(e.id.as_str())) {

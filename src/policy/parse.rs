@@ -20,6 +20,7 @@ const TOP_KEYS: &[&str] = &[
     "grid",
     "tiles",
     "exclude",
+    "keep",
     "exception",
     "carry",
     "os_specific",
@@ -97,6 +98,10 @@ impl Parser<'_> {
             Some(v) => bail!(self.err("default_allocator", format!("expected a string, found {v}"))),
         };
         let excludes = self.listed(t, "exclude")?;
+        let keeps = self.listed(t, "keep")?;
+        if let Some(k) = keeps.iter().find(|k| excludes.iter().any(|e| e.id == k.id)) {
+            bail!(self.err("[[keep]]", format!("id '{}' is both kept and excluded: decide one", k.id)));
+        }
         let exceptions = self.listed(t, "exception")?;
         let carries = self.carries(t)?;
         let os_specific = self.os_specific(t)?;
@@ -120,6 +125,7 @@ impl Parser<'_> {
             min_sizes,
             unmeasured,
             excludes,
+            keeps,
             exceptions,
             carries,
             os_specific,

@@ -77,6 +77,11 @@ pub enum Rule {
     CarriedLine,
     /// No line for the key: the largest same-(vae, op, tile, dtype) line.
     UnmeasuredRule,
+    /// The key keeps its OS (an OS-specific backend), and the line of the
+    /// same platform measured without a published OS prices it: that line
+    /// is a lower bound for every OS, so it prices a key with no line of its
+    /// own, and one whose own line lies below it.
+    AnyOsLine,
     /// No line, and the legacy estimate was higher than any line (or no line exists).
     LegacyFloor,
     /// `--legacy`: the v1 estimator alone.
@@ -88,6 +93,7 @@ impl Rule {
         match self {
             Rule::FittedLine => "fitted line",
             Rule::CarriedLine => "carried line",
+            Rule::AnyOsLine => "line measured without an OS",
             Rule::UnmeasuredRule => "unmeasured rule",
             Rule::LegacyFloor => "legacy floor",
             Rule::Legacy => "legacy estimator",
@@ -149,7 +155,7 @@ impl Price {
     pub fn estimates(&self) -> Vec<String> {
         let mut out = Vec::new();
         match self.rule {
-            Rule::FittedLine | Rule::CarriedLine => {}
+            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine => {}
             Rule::UnmeasuredRule | Rule::LegacyFloor => {
                 out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
             }
@@ -389,17 +395,45 @@ fn pixels(q: &Query) -> Result<u64> {
         .ok_or_else(|| anyhow!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch))
 }
 
+impl Coefficients {
+    /// The measured line that prices a key, if any: its own line, or (for
+    /// an OS-specific key) the line of the same platform measured without
+    /// an OS, whichever prices higher at this size.
+    fn measured_line(&self, key: &LineKey, pixels: u64) -> Result<Option<(Rule, LineKey, LineCoef, u64)>> {
+        let own = self.lines.get(key).map(|c| {
+            let rule = if c.carried { Rule::CarriedLine } else { Rule::FittedLine };
+            (rule, key.clone(), c.clone())
+        });
+        let any_key = LineKey { os: Os::Any, ..key.clone() };
+        let unknown_os = (key.os != Os::Any)
+            .then(|| self.lines.get(&any_key))
+            .flatten()
+            .map(|c| (Rule::AnyOsLine, any_key.clone(), c.clone()));
+        let mut best: Option<(Rule, LineKey, LineCoef, u64)> = None;
+        for (rule, k, c) in own.into_iter().chain(unknown_os) {
+            let b = c.at(pixels)?;
+            if best.as_ref().is_none_or(|(_, _, _, bb)| b > *bb) {
+                best = Some((rule, k, c, b));
+            }
+        }
+        Ok(best)
+    }
+
+    /// Whether any line was measured for a family, at any op, backend or dtype.
+    fn family_measured(&self, family: &str) -> bool {
+        self.lines.keys().any(|k| k.vae == family)
+    }
+}
+
 impl Pricer for Coefficients {
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
         let growth = self.growth(&key.vae, run.value, loaded)?;
-        let (rule, priced_by, coef, line_bytes, legacy) = match self.lines.get(&key) {
-            Some(c) => {
-                let rule = if c.carried { Rule::CarriedLine } else { Rule::FittedLine };
-                (rule, Some(key.clone()), Some(c.clone()), Some(c.at(pixels)?), None)
-            }
+        let measured = self.measured_line(&key, pixels)?;
+        let (rule, priced_by, coef, line_bytes, legacy) = match measured {
+            Some((rule, by, c, b)) => (rule, Some(by), Some(c), Some(b), None),
             None => {
                 // The unmeasured rule: the largest line of the same (vae, op, tile, dtype).
                 let mut best: Option<(u64, &LineKey, &LineCoef)> = None;
@@ -448,6 +482,19 @@ impl Pricer for Coefficients {
         }
         if matches!(rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
             warnings.push(format!("no line measured for {key}: priced by the {}", rule.as_str()));
+        }
+        if !self.family_measured(&key.vae) {
+            warnings.push(format!(
+                "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
+                 the previous estimator's guess, not a measurement",
+                key.vae
+            ));
+        }
+        if rule == Rule::AnyOsLine {
+            warnings.push(format!(
+                "priced by {}, measured without a published OS: that line is a lower bound for every OS",
+                priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default()
+            ));
         }
         Ok(Price {
             bytes,

@@ -42,6 +42,9 @@ impl Report for IngestReport {
                 if self.written { "" } else { ", nothing written" }
             ));
         }
+        for n in &self.notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
         s
     }
 }

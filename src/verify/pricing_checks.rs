@@ -191,7 +191,11 @@ pub(super) fn floor(cx: &mut Ctx) {
                                 let found = pricer.price(&q, &EnvSnapshot::default());
                                 let bad = match &found {
                                     // A measured line may price below legacy: that is what fitting is for.
-                                    Ok(p) if matches!(p.rule, Rule::FittedLine | Rule::CarriedLine) => false,
+                                    Ok(p)
+                                        if matches!(p.rule, Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine) =>
+                                    {
+                                        false
+                                    }
                                     Ok(p) => p.bytes < l,
                                     Err(_) => true,
                                 };
@@ -223,53 +227,91 @@ pub(super) fn floor(cx: &mut Ctx) {
     cx.findings.extend(out);
 }
 
+/// What a query for `key` on `os` must price at `x` pixels, restated from
+/// the shipped lines alone: the key's own line, or for an OS-specific key
+/// the line of the same platform measured without an OS when that one is
+/// higher (it is a lower bound for every OS).
+fn expected_for(shipped: &crate::coefficients::CoefficientsFile, key: &LineKey, x: u64) -> Option<(u64, Rule)> {
+    let price = |k: &LineKey| {
+        let l = shipped.lines.iter().find(|l| &l.key == k)?;
+        let rule = if l.kind == LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
+        Some((reserve_bytes(l.slope_centi().ok()?, l.base_mib, x).ok()?, rule))
+    };
+    let own = price(key);
+    let any = (key.os != Os::Any).then(|| price(&LineKey { os: Os::Any, ..key.clone() })).flatten();
+    match (own, any) {
+        (Some(o), Some(a)) if a.0 > o.0 => Some((a.0, Rule::AnyOsLine)),
+        (Some(o), _) => Some(o),
+        (None, Some(a)) => Some((a.0, Rule::AnyOsLine)),
+        (None, None) => None,
+    }
+}
+
 pub(super) fn query_path(cx: &mut Ctx) {
     let grid = cx.inputs.policy.grid.clone();
     let mut out = Vec::new();
     for s in &cx.shipped.lines {
         let Ok(centi) = s.slope_centi() else { continue };
         let k = &s.key;
-        let host = if k.os == Os::Any { Os::Linux } else { k.os };
-        let want_rule = if s.kind == LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
-        let paths = [
-            ("detected", Choice::Auto, Choice::Auto, env_for(k.conv_backend, k.allocator, host)),
-            ("given", Choice::Given(k.allocator), Choice::Given(host), EnvSnapshot::default()),
-        ];
+        let os_specific = crate::policy::is_os_specific(&cx.shipped.os_specific, k.conv_backend, k.allocator);
+        // The OS a user's query names: the line's own; for a line measured
+        // without an OS on an OS-specific platform, every OS (it prices each
+        // of them as a lower bound) and `any` itself.
+        let hosts: Vec<(Os, Choice<Os>)> = match (k.os, os_specific) {
+            (Os::Any, false) => vec![(Os::Linux, Choice::Auto)],
+            (Os::Any, true) => {
+                vec![(Os::Linux, Choice::Auto), (Os::Windows, Choice::Auto), (Os::Linux, Choice::Given(Os::Any))]
+            }
+            (os, _) => vec![(os, Choice::Auto)],
+        };
         let mut reported = false;
-        // A tile as large as the image prices the untiled key, by design.
-        for (w, h) in grid.iter().filter(|(w, h)| !covers(k.tile, *w, *h)) {
-            for batch in [1u64, 2] {
-                for (how, allocator, os, env) in &paths {
-                    if reported {
-                        continue;
-                    }
-                    let x = w.saturating_mul(*h).saturating_mul(batch);
-                    let expected = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
-                    let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
-                    cx.pricings += 1;
-                    let got = cx.pricer.price(&q, env);
-                    let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
-                    if !ok {
-                        let found = match &got {
-                            Ok(p) => format!("{} B by the {} ({})", p.bytes, p.rule.as_str(), p.line),
-                            Err(e) => format!("error: {e:#}"),
-                        };
-                        out.push(
-                            Finding::new(
-                                "query-path",
-                                PRICING_CODE,
-                                format!(
-                                    "pricing {k}'s own key at {w}x{h} batch {batch} ({how} allocator/OS) \
-                                     does not give the line's formula {} B/px × {x} px + {} MiB",
-                                    slope_text(centi),
-                                    s.base_mib
-                                ),
-                                "the pricer drops a term, scales batch wrongly, or ignores allocator/OS detection",
-                            )
-                            .line(k)
-                            .values(format!("{expected} B by the {}", want_rule.as_str()), found),
-                        );
-                        reported = true;
+        for (host, os_choice) in hosts {
+            let asked = match os_choice {
+                Choice::Given(o) => o,
+                Choice::Auto => host,
+            };
+            let key_os = if os_specific { asked } else { Os::Any };
+            let query_key = LineKey { os: key_os, ..k.clone() };
+            let paths = [
+                ("detected", Choice::Auto, os_choice, env_for(k.conv_backend, k.allocator, host)),
+                ("given", Choice::Given(k.allocator), Choice::Given(asked), EnvSnapshot::default()),
+            ];
+            // A tile as large as the image prices the untiled key, by design.
+            for (w, h) in grid.iter().filter(|(w, h)| !covers(k.tile, *w, *h)) {
+                for batch in [1u64, 2] {
+                    for (how, allocator, os, env) in &paths {
+                        if reported {
+                            continue;
+                        }
+                        let x = w.saturating_mul(*h).saturating_mul(batch);
+                        let Some((expected, want_rule)) = expected_for(cx.shipped, &query_key, x) else { continue };
+                        let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
+                        cx.pricings += 1;
+                        let got = cx.pricer.price(&q, env);
+                        let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
+                        if !ok {
+                            let found = match &got {
+                                Ok(p) => format!("{} B by the {} ({})", p.bytes, p.rule.as_str(), p.line),
+                                Err(e) => format!("error: {e:#}"),
+                            };
+                            out.push(
+                                Finding::new(
+                                    "query-path",
+                                    PRICING_CODE,
+                                    format!(
+                                        "pricing {k}'s own key on {asked} at {w}x{h} batch {batch} ({how} allocator/OS) \
+                                         does not give the line's formula {} B/px × {x} px + {} MiB{}",
+                                        slope_text(centi),
+                                        s.base_mib,
+                                        if want_rule == Rule::AnyOsLine { " (or the higher line measured without an OS)" } else { "" }
+                                    ),
+                                    "the pricer drops a term, scales batch wrongly, or ignores allocator/OS detection",
+                                )
+                                .line(k)
+                                .values(format!("{expected} B by the {}", want_rule.as_str()), found),
+                            );
+                            reported = true;
+                        }
                     }
                 }
             }

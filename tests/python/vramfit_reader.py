@@ -2,9 +2,10 @@
 """A runtime's view of fits/vae.json: price a VAE query from the JSON alone.
 
 Standard library only, as a Python app (InvokeAI, ComfyUI) would embed it.
-It follows SPEC §6: the query's own line; else the largest line with the
-same (vae, op, tile, dtype) plus cast growth, never below the legacy
-estimate. Every figure is an integer or a Fraction, never a float.
+It prices as vramfit does: the query's own line (and, for an OS-specific
+key, the platform's line measured without an OS when that is higher); else
+the largest line with the same (vae, op, tile, dtype) plus cast growth,
+never below the legacy estimate. Every figure is an integer or a Fraction, never a float.
 
 Usage: vramfit_reader.py COEFFICIENTS.json < queries.json > prices.json
 Each query: {"vae", "op", "tile", "width", "height", "batch", "dtype",
@@ -79,10 +80,22 @@ def price(coef, q):
         (l["vae"], l["op"], l["tile"], l["conv_backend"], l["allocator"], l["os"], l["dtype"]): l
         for l in coef["lines"]
     }
+    # The key's own line; for an OS-specific key, the same platform's line
+    # measured without an OS too, whichever is higher (a lower bound for
+    # every OS; the own line wins a tie).
+    measured = []
     if key in lines:
         line = lines[key]
-        rule = "carried-line" if line["kind"] == "carried" else "fitted-line"
-        return {"bytes": line_price(line, pixels) + growth, "rule": rule, "weight_growth_bytes": growth}
+        measured.append((line_price(line, pixels), "carried-line" if line["kind"] == "carried" else "fitted-line"))
+    any_key = key[:5] + ("any",) + key[6:]
+    if key_os != "any" and any_key in lines:
+        measured.append((line_price(lines[any_key], pixels), "any-os-line"))
+    if measured:
+        best = measured[0]
+        for m in measured[1:]:
+            if m[0] > best[0]:
+                best = m
+        return {"bytes": best[0] + growth, "rule": best[1], "weight_growth_bytes": growth}
     same = [
         line_price(l, pixels)
         for k, l in lines.items()
