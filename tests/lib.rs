@@ -10,6 +10,7 @@ mod input_edges;
 mod plan;
 mod points;
 mod provenance;
+mod public_data;
 mod reserve;
 mod snapshots;
 mod verify;

@@ -592,3 +592,29 @@ fn a_point_priced_exactly_at_its_demand_is_covered() {
     let (rc, j) = verify_json(root.path());
     assert_eq!(rc, 0, "{:?}", j["findings"]);
 }
+
+/// Forgets that a line measured without an OS is a lower bound for every
+/// OS: an OS-specific key is priced by its own line only.
+struct OwnOsLineOnly(Coefficients);
+impl Pricer for OwnOsLineOnly {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let p = self.0.price(q, env)?;
+        if p.rule != vramfit::pricing::Rule::AnyOsLine {
+            return Ok(p);
+        }
+        // What a pricer without the rule answers: the key's own line if it
+        // has one, else the unmeasured rule's largest same-kind line.
+        let mut own = self.0.clone();
+        own.lines.remove(p.priced_by.as_ref().unwrap());
+        own.price(q, env)
+    }
+}
+
+#[test]
+fn pricer_that_forgets_the_os_less_lower_bound() {
+    // The shipped FLUX.2 MIOpen lines: one on Linux, two without an OS.
+    let root = scratch();
+    let lines = query_path_caught(root.path(), &|c| Box::new(OwnOsLineOnly(c)));
+    assert!(lines.contains(&"flux2/encode/0/miopen/native/any/bf16".to_string()), "{lines:?}");
+    assert!(lines.contains(&"flux2/decode/0/miopen/native/any/bf16".to_string()), "{lines:?}");
+}

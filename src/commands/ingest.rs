@@ -64,8 +64,9 @@ pub struct IngestReport {
     pub orphans: Vec<String>,
     /// Whether the store is up to date with the files (`--check` exits 1 when not).
     pub up_to_date: bool,
-    /// Things the maintainer should know about the rows read: points with no
-    /// OS on a platform whose lines keep their OS, and what they become.
+    /// Things the maintainer should know about the rows this run added:
+    /// points with no OS on a platform whose lines keep their OS, and what
+    /// they become.
     pub notes: Vec<String>,
 }
 
@@ -123,7 +124,9 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         vec![]
     };
     let up_to_date = added == 0 && orphans.is_empty();
-    let notes = unknown_os_notes(&all, &policy);
+    let new_rows: Vec<ParsedRow> =
+        all.iter().zip(&merged.fates).filter(|(_, f)| **f == RowFate::Added).map(|(r, _)| r.clone()).collect();
+    let notes = unknown_os_notes(&new_rows, &policy);
     let path = store::path(root);
     let written = !opts.check && added > 0;
     if written {

@@ -22,7 +22,8 @@ impl Report for ReserveReport {
             (Rule::Legacy, ..) => rows.push(("formula", "pixels × element size × k (v1 estimator)".into())),
             (_, Some(by), Some(slope), Some(base)) => {
                 if by != &p.line {
-                    rows.push(("largest line", by.to_string()));
+                    let label = if p.rule == Rule::AnyOsLine { "OS-less line" } else { "largest line" };
+                    rows.push((label, by.to_string()));
                 }
                 rows.push(("formula", format!("{slope} B/px × {} px + {base} MiB", thousands(p.pixels))));
                 if let Some(b) = p.line_bytes {
