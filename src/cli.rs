@@ -2,11 +2,12 @@
 //! never sees clap. Exit codes are a contract: 0 success, 1 findings (a
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
-use crate::commands::{self, ingest, points, reserve};
-use crate::plan::{self, Verdict};
+use crate::commands::{self, ingest, plan, reserve};
+use crate::points::summary::PointFilter;
+use crate::plan::Verdict;
 use crate::points::invokeai::InvokeaiContext;
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::{Choice, Query};
+use crate::pricing::Choice;
 use crate::report::{self, Format};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -320,12 +321,6 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
     Ok(ingest::IngestOptions { files: a.files, from, check: a.check })
 }
 
-/// Runs the command line of this process and returns the exit code.
-pub fn main() -> u8 {
-    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
-    run_from(std::env::args_os(), &EnvSnapshot::from_process(), &mut out, &mut err)
-}
-
 /// Runs one command line with an explicit environment and output streams,
 /// and returns the exit code: the whole binary, callable in-process (the
 /// fuzz tests drive thousands of command lines through it).
@@ -370,84 +365,66 @@ fn strict_code(strict: bool, estimates: &[String], err: &mut dyn Write) -> u8 {
     EXIT_FINDINGS
 }
 
-/// The query and the coefficients it is priced with.
-fn query_of(a: &QueryArgs, root: &Option<PathBuf>) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
-    let (width, height) = crate::units::parse_size(&a.size)?;
-    flags_query(&a.model, a.op, width, height, &a.flags, root)
+/// `auto` or a value.
+fn choice<T: std::str::FromStr>(text: &str) -> anyhow::Result<Choice<T>>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    Ok(match text.trim() {
+        "auto" => Choice::Auto,
+        other => Choice::Given(other.parse::<T>()?),
+    })
 }
 
-fn flags_query(
+/// `MODEL OP WxH` and the shared flags, typed.
+fn query_options(
     model: &str,
     op: Op,
-    width: u64,
-    height: u64,
+    size: &str,
     a: &QueryFlags,
     root: &Option<PathBuf>,
-) -> anyhow::Result<(Query, reserve::CoefficientSource)> {
-    let allocator = match a.allocator.trim() {
-        "auto" => Choice::Auto,
-        other => Choice::Given(other.parse::<Allocator>()?),
-    };
-    let os = match a.os.trim() {
-        "auto" => Choice::Auto,
-        other => Choice::Given(other.parse::<Os>()?),
-    };
-    if a.batch == 0 {
-        anyhow::bail!("--batch must be at least 1");
-    }
-    let q = Query {
-        vae: model.to_string(),
+) -> anyhow::Result<reserve::QueryOptions> {
+    Ok(reserve::QueryOptions {
+        model: model.to_string(),
         op,
-        tile: a.tile,
-        width,
-        height,
+        size: crate::units::parse_size(size)?,
         batch: a.batch,
+        tile: a.tile,
         dtype: a.dtype,
         loaded_dtype: a.loaded_dtype,
         fp32: a.fp32,
-        conv_backend: a.backend,
-        allocator,
-        os,
-    };
-    let source = match (&a.coefficients, root) {
-        (Some(f), _) => reserve::CoefficientSource::File(f.clone()),
-        (None, Some(r)) => reserve::CoefficientSource::File(crate::coefficients::path(r)),
-        (None, None) => reserve::CoefficientSource::Embedded,
-    };
-    Ok((q, source))
+        backend: a.backend,
+        allocator: choice(&a.allocator)?,
+        os: choice(&a.os)?,
+        coefficients: a.coefficients.clone(),
+        root: root.clone(),
+    })
 }
 
-fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::plan::Workload, plan::Budget)> {
+fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::PlanOptions> {
     let free = match a.free.trim() {
         "unknown" | "" => None,
         v => Some(crate::units::parse_bytes(v).map_err(|e| anyhow::anyhow!("--free {e}"))?),
     };
     let share = crate::units::parse_factor(&a.share).map_err(|e| anyhow::anyhow!("--share {e}"))?;
     let cap = a.cap.as_deref().map(crate::units::parse_bytes).transpose().map_err(|e| anyhow::anyhow!("--cap {e}"))?;
-    let budget = plan::budget(free, share, cap)?;
     let w = &a.workload;
-    let workload = if w[0] == "canvas" {
+    let work = if w[0] == "canvas" {
         if w.len() != 2 {
             anyhow::bail!("usage: vramfit plan canvas WxH --frames N [--upscale U] [--channels C] [--transient M]");
-        }
-        let (width, height) = crate::units::parse_size(&w[1])?;
-        let frames = a.frames.ok_or_else(|| anyhow::anyhow!("plan canvas needs --frames N"))?;
-        if frames == 0 || a.upscale == 0 || a.channels == 0 {
-            anyhow::bail!("--frames, --upscale and --channels must be at least 1");
         }
         let transient = a
             .transient
             .as_deref()
             .map(|t| crate::units::parse_factor(t).map_err(|e| anyhow::anyhow!("--transient {e}")))
             .transpose()?;
-        commands::plan::Workload::Canvas(plan::Canvas {
-            width,
-            height,
-            channels: a.channels,
+        plan::Work::Canvas {
+            size: crate::units::parse_size(&w[1])?,
+            frames: a.frames,
             upscale: a.upscale,
-            frames,
+            channels: a.channels,
             transient,
-        })
+        }
     } else {
         if w.len() != 3 {
             anyhow::bail!("usage: vramfit plan MODEL OP WxH [--batch N …] (or plan canvas WxH …)");
@@ -455,12 +432,9 @@ fn plan_of(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<(commands::pl
         if a.frames.is_some() || a.transient.is_some() {
             anyhow::bail!("--frames and --transient are for `plan canvas`; a VAE plan counts items with --batch");
         }
-        let op: Op = w[1].parse()?;
-        let (width, height) = crate::units::parse_size(&w[2])?;
-        let (q, source) = flags_query(&w[0], op, width, height, &a.flags, root)?;
-        commands::plan::Workload::Vae(q, source)
+        plan::Work::Vae(query_options(&w[0], w[1].parse()?, &w[2], &a.flags, root)?)
     };
-    Ok((workload, budget))
+    Ok(plan::PlanOptions { work, free, share, cap })
 }
 
 fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
@@ -490,14 +464,14 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             Ok(if r.ok { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Reserve(a) => {
-            let (q, source) = query_of(&a.query, &explicit_root)?;
-            let r = commands::reserve::run(&source, &q, env, a.legacy)?;
+            let q = &a.query;
+            let opts = query_options(&q.model, q.op, &q.size, &q.flags, &explicit_root)?;
+            let r = commands::reserve::run(&opts, env, a.legacy)?;
             emit(out, &report::render(&r, format, "reserve")?);
             Ok(strict_code(a.query.flags.strict, &r.price.estimates(), err))
         }
         Command::Plan(a) => {
-            let (workload, budget) = plan_of(&a, &explicit_root)?;
-            let p = commands::plan::run(&workload, &budget, env)?;
+            let p = commands::plan::run(&plan_options(&a, &explicit_root)?, env)?;
             if p.any_host() {
                 let _ = writeln!(err, "warning: part of this work cannot run on the device: {}", p.reasons.join("; "));
             }
@@ -511,7 +485,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
         }
         Command::Points(a) => {
-            let f = points::PointFilter {
+            let f = PointFilter {
                 vae: a.vae,
                 op: a.op,
                 tile: a.tile,

@@ -1,6 +1,9 @@
-//! The `vramfit` binary: parse, run, map the outcome to the documented exit
-//! codes (0 success, 1 findings, 2 usage or input error).
+//! The `vramfit` binary: the process's arguments, environment and streams
+//! into [`vramfit::cli::run_from`], its result into the exit code (0
+//! success, 1 findings, 2 usage or input error).
 
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(vramfit::cli::main())
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    let env = vramfit::pricing::platform::EnvSnapshot::from_process();
+    std::process::ExitCode::from(vramfit::cli::run_from(std::env::args_os(), &env, &mut out, &mut err))
 }

@@ -22,7 +22,7 @@ fn caught(root: &Path, code: &str) -> serde_json::Value {
     let (rc, j) = verify_json(root);
     assert_eq!(rc, 1, "verify must fail; findings: {:?}", codes(&j));
     for c in codes(&j) {
-        assert!(vramfit::verify::CODES.contains(&c.as_str()), "'{c}' is not a documented code");
+        assert!(vramfit::findings::Code::ALL.iter().any(|k| k.as_str() == c), "'{c}' is not a code");
     }
     assert!(codes(&j).iter().any(|c| c == code), "expected '{code}' in {:?}", codes(&j));
     j
@@ -412,7 +412,7 @@ fn query_path_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>
     let broken = vramfit::commands::verify::run_with(root, make).unwrap();
     assert!(!broken.ok);
     let lines: Vec<String> =
-        broken.findings.iter().filter(|f| f.code == "query-path").filter_map(|f| f.line.clone()).collect();
+        broken.findings.iter().filter(|f| f.code == vramfit::findings::Code::QueryPath).filter_map(|f| f.line.clone()).collect();
     assert!(!lines.is_empty(), "query-path must catch it: {:?}", broken.findings);
     lines
 }
@@ -515,7 +515,7 @@ impl Pricer for NoLegacyFloor {
 fn pricer_that_forgets_the_legacy_floor() {
     let root = scratch();
     let broken = vramfit::commands::verify::run_with(root.path(), &|c| Box::new(NoLegacyFloor(c))).unwrap();
-    let floor: Vec<_> = broken.findings.iter().filter(|f| f.code == "floor").collect();
+    let floor: Vec<_> = broken.findings.iter().filter(|f| f.code == vramfit::findings::Code::Floor).collect();
     assert!(!floor.is_empty(), "{:?}", broken.findings);
     assert!(floor.iter().any(|f| f.message.contains("sd/decode/0/miopen/fp16")), "{floor:?}");
     assert!(floor.iter().all(|f| f.file == "src/pricing/mod.rs"));
@@ -617,4 +617,12 @@ fn pricer_that_forgets_the_os_less_lower_bound() {
     let lines = query_path_caught(root.path(), &|c| Box::new(OwnOsLineOnly(c)));
     assert!(lines.contains(&"flux2/encode/0/miopen/native/any/bf16".to_string()), "{lines:?}");
     assert!(lines.contains(&"flux2/decode/0/miopen/native/any/bf16".to_string()), "{lines:?}");
+}
+
+#[test]
+fn every_code_is_documented_in_the_readme_table() {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    for c in vramfit::findings::Code::ALL {
+        assert!(readme.contains(&format!("| `{c}` |")), "README lacks a row for `{c}`");
+    }
 }

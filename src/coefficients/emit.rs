@@ -1,8 +1,53 @@
-//! What changed between the shipped file and a fresh one, line by line.
+//! What `emit` did: what changed between the shipped file and a fresh one,
+//! line by line, and what `verify` would say about the fresh one.
 
 use super::CoefficientsFile;
+use crate::findings::Finding;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// How a line changed between two files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Added,
+    Removed,
+    Changed,
+    Unchanged,
+}
+
+impl Change {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Removed => "removed",
+            Change::Changed => "changed",
+            Change::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// What `emit` did (or, with `--check`, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct EmitReport {
+    /// The shipped file.
+    pub file: String,
+    /// Whether this was `--check`.
+    pub check: bool,
+    /// Whether the fresh file differs from the one on disk (byte for byte).
+    pub changed: bool,
+    /// Whether the file was written.
+    pub written: bool,
+    /// Whether `--force` asked to write despite findings.
+    pub force: bool,
+    /// Line-by-line changes (every line, unchanged ones too).
+    pub changes: Vec<LineChange>,
+    /// What `verify` would report on the fresh file (a point over the ratio
+    /// bound without an exception, a stale exception, a floor broken, …).
+    /// With findings nothing is written unless `--force`; either way the
+    /// command exits 1.
+    pub findings: Vec<Finding>,
+}
 
 /// One line's change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -10,7 +55,7 @@ pub struct LineChange {
     /// The line key.
     pub key: String,
     /// `added`, `removed`, `changed` or `unchanged`.
-    pub change: &'static str,
+    pub change: Change,
     /// Kind before (`fitted`, `carried`, `insufficient`), when it existed.
     pub old_kind: Option<String>,
     /// Kind after.
@@ -49,10 +94,10 @@ pub fn diff(old: Option<&CoefficientsFile>, new: &CoefficientsFile) -> Vec<LineC
         .map(|k| {
             let (o, n) = (before.get(k), after.get(k));
             let change = match (o, n) {
-                (None, Some(_)) => "added",
-                (Some(_), None) => "removed",
-                (Some(a), Some(b)) if a == b => "unchanged",
-                _ => "changed",
+                (None, Some(_)) => Change::Added,
+                (Some(_), None) => Change::Removed,
+                (Some(a), Some(b)) if a == b => Change::Unchanged,
+                _ => Change::Changed,
             };
             LineChange {
                 key: k.clone(),

@@ -4,19 +4,20 @@
 //! The file is self-contained: a runtime (a Python app) can price any query
 //! from it alone, with no other vramfit file.
 
-pub mod assemble;
+
 pub mod emit;
 pub mod fields;
 
 use crate::exact::{Ratio, MIB};
 use crate::points::LineKey;
-use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy, VaeEntry};
+use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy};
+use crate::registry::VaeEntry;
 use crate::vocab::Allocator;
 use anyhow::{anyhow, bail, Result};
-use assemble::{slope_text, Line, LineKind};
+use crate::lines::{slope_text, Line, LineKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub const FORMAT: &str = "vramfit-coefficients";
 
@@ -24,11 +25,6 @@ pub const FORMAT: &str = "vramfit-coefficients";
 /// from any folder and after `cargo install`.
 pub const EMBEDDED: &str = include_str!("../../fits/vae.json");
 pub const VERSION: u32 = 2;
-
-/// Path of the shipped file under a root.
-pub fn path(root: &Path) -> PathBuf {
-    root.join("fits").join("vae.json")
-}
 
 /// The shipped file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,40 +1,17 @@
 //! `vramfit emit`: write `fits/vae.json` from the points and the policy.
 
-use crate::coefficients::assemble::assemble;
-use crate::coefficients::emit::{diff, LineChange};
+use crate::lines::assemble;
+use crate::coefficients::emit::{diff, EmitReport};
 use crate::coefficients::{self, CoefficientsFile};
-use crate::inputs;
+use crate::workspace::{Inputs, Workspace};
 use crate::pricing::Coefficients;
 use crate::verify::{self, Finding};
 use anyhow::Result;
-use serde::Serialize;
 use std::path::Path;
-
-/// What `emit` did (or, with `--check`, would do).
-#[derive(Debug, Clone, Serialize)]
-pub struct EmitReport {
-    /// The shipped file.
-    pub file: String,
-    /// Whether this was `--check`.
-    pub check: bool,
-    /// Whether the fresh file differs from the one on disk (byte for byte).
-    pub changed: bool,
-    /// Whether the file was written.
-    pub written: bool,
-    /// Whether `--force` asked to write despite findings.
-    pub force: bool,
-    /// Line-by-line changes (every line, unchanged ones too).
-    pub changes: Vec<LineChange>,
-    /// What `verify` would report on the fresh file (a point over the ratio
-    /// bound without an exception, a stale exception, a floor broken, …).
-    /// With findings nothing is written unless `--force`; either way the
-    /// command exits 1.
-    pub findings: Vec<Finding>,
-}
 
 /// The fresh file, its bytes, and what `verify` would find in it.
 pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>, Vec<Finding>)> {
-    let inp = inputs::load_strict(root)?;
+    let inp = Workspace::new(root).inputs_strict()?;
     let lines = assemble(&inp.points, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
     let bytes = crate::fsio::to_json_bytes(&file)?;
@@ -44,7 +21,7 @@ pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>, Vec<Finding>)> {
 
 /// Runs every `verify` check on a freshly built file, so `fit` and `emit`
 /// say at write time what CI would say after it.
-pub fn audit(inp: &inputs::Inputs, file: &CoefficientsFile) -> Result<Vec<Finding>> {
+pub fn audit(inp: &Inputs, file: &CoefficientsFile) -> Result<Vec<Finding>> {
     let raw = serde_json::to_value(file)?;
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
     Ok(verify::run(inp, &raw, file, &pricer)?.findings)
@@ -53,9 +30,10 @@ pub fn audit(inp: &inputs::Inputs, file: &CoefficientsFile) -> Result<Vec<Findin
 pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     // The lock covers reading the points as well as writing the file, so an
     // ingest running beside this emit is either all in or all out of it.
-    let _lock = if check { None } else { Some(crate::fsio::RootLock::acquire(root)?) };
+    let ws = Workspace::new(root);
+    let _lock = if check { None } else { Some(ws.lock()?) };
     let (file, bytes, findings) = fresh(root)?;
-    let path = coefficients::path(root);
+    let path = ws.coefficients_path();
     let old_bytes = std::fs::read(&path).ok();
     // An unreadable or older-format file counts as "no previous lines".
     let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());

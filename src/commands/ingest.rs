@@ -4,9 +4,10 @@ use crate::points::csv_input::{parse_csv, ParsedRow};
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::store;
+use crate::workspace::Workspace;
+use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -28,50 +29,8 @@ pub struct IngestOptions {
     pub check: bool,
 }
 
-/// Per input file.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileSummary {
-    /// The file as given on the command line.
-    pub file: String,
-    /// Data rows (records) read.
-    pub rows: usize,
-    /// Rows new to the store.
-    pub added: usize,
-    /// Rows already stored with the same content.
-    pub unchanged: usize,
-}
-
-/// What `ingest` did (or, with `--check`, would do).
-#[derive(Debug, Clone, Serialize)]
-pub struct IngestReport {
-    /// The points file.
-    pub store: String,
-    /// Whether this was `--check`.
-    pub check: bool,
-    /// Whether the store was written (never with `--check` or when nothing changed).
-    pub written: bool,
-    /// Per input file.
-    pub files: Vec<FileSummary>,
-    /// Points in the store after the run (with `--check`: as it would be).
-    pub points: usize,
-    /// Rows added by this run.
-    pub added: usize,
-    /// Points per line key, after the policy's OS grouping.
-    pub lines: BTreeMap<String, usize>,
-    /// With `--check`: ids the files hold that the store lacks.
-    pub missing: Vec<String>,
-    /// With `--check`: stored ids that none of the files produce.
-    pub orphans: Vec<String>,
-    /// Whether the store is up to date with the files (`--check` exits 1 when not).
-    pub up_to_date: bool,
-    /// Things the maintainer should know about the rows this run added:
-    /// points with no OS on a platform whose lines keep their OS, and what
-    /// they become.
-    pub notes: Vec<String>,
-}
-
 /// Reads the files named in `opts` into rows.
-pub fn read_rows(opts: &IngestOptions, registry: &policy::Registry) -> Result<Vec<(String, Vec<ParsedRow>)>> {
+pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> Result<Vec<(String, Vec<ParsedRow>)>> {
     let mut out = Vec::new();
     for f in &opts.files {
         let name = f.display().to_string();
@@ -89,12 +48,13 @@ pub fn read_rows(opts: &IngestOptions, registry: &policy::Registry) -> Result<Ve
 }
 
 pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
-    let policy = policy::load_strict(root)?;
+    let ws = Workspace::new(root);
+    let policy = ws.policy()?;
     let per_file = read_rows(opts, &policy.registry)?;
     // The lock covers the whole read–modify–write of the store, so a
     // concurrent ingest never reads the store this one is about to replace.
-    let _lock = if opts.check { None } else { Some(crate::fsio::RootLock::acquire(root)?) };
-    let stored = store::load(root, &policy.registry)?;
+    let _lock = if opts.check { None } else { Some(ws.lock()?) };
+    let stored = ws.points(&policy)?;
     let all: Vec<ParsedRow> = per_file.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
     let merged = merge(&stored, &all)?;
 
@@ -127,7 +87,7 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let new_rows: Vec<ParsedRow> =
         all.iter().zip(&merged.fates).filter(|(_, f)| **f == RowFate::Added).map(|(r, _)| r.clone()).collect();
     let notes = unknown_os_notes(&new_rows, &policy);
-    let path = store::path(root);
+    let path = ws.points_path();
     let written = !opts.check && added > 0;
     if written {
         crate::fsio::write_atomic(&path, &store::to_bytes(&points)?)?;

@@ -1,27 +1,66 @@
-//! `vramfit plan`: will the work fit, and how should it run?
+//! `vramfit plan`: will the work fit, and how should it run? Builds the
+//! budget and the workload from typed options, then plans.
 
-use super::reserve::{load, CoefficientSource};
-use crate::plan::{self, Budget, Canvas, Plan};
+use super::reserve::{load, QueryOptions};
+use crate::exact::Ratio;
+use crate::plan::{self, Canvas, Plan};
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::Query;
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 /// The work to plan.
 #[derive(Debug, Clone)]
-pub enum Workload {
+pub enum Work {
     /// A VAE query; its batch is the number of items.
-    Vae(Query, CoefficientSource),
+    Vae(QueryOptions),
     /// A frame canvas.
-    Canvas(Canvas),
+    Canvas {
+        /// Frame size in pixels before upscaling.
+        size: (u64, u64),
+        /// Frames in the clip.
+        frames: Option<u64>,
+        /// Upscale factor of each frame.
+        upscale: u64,
+        /// Channels per pixel (uint8).
+        channels: u64,
+        /// Peak multiple of a step over its uint8 input.
+        transient: Option<Ratio>,
+    },
 }
 
-pub fn run(w: &Workload, b: &Budget, env: &EnvSnapshot) -> Result<Plan> {
-    match w {
-        Workload::Vae(q, source) => {
-            let c = load(source)?;
+/// Typed options of `plan`.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub work: Work,
+    /// Free device memory in bytes (None: unknown).
+    pub free: Option<u64>,
+    /// Share of the free memory the work may use.
+    pub share: Ratio,
+    /// Upper bound on the budget, bytes.
+    pub cap: Option<u64>,
+}
+
+pub fn run(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Plan> {
+    let budget = plan::budget(opts.free, opts.share, opts.cap)?;
+    match &opts.work {
+        Work::Vae(q) => {
+            let c = load(&q.source())?;
             let tiles = c.file.tiles.clone();
-            plan::vae(&c, q, env, b, &tiles)
+            plan::vae(&c, &q.query()?, env, &budget, &tiles)
         }
-        Workload::Canvas(c) => plan::canvas(c, b),
+        Work::Canvas { size: (width, height), frames, upscale, channels, transient } => {
+            let frames = frames.ok_or_else(|| anyhow::anyhow!("plan canvas needs --frames N"))?;
+            if frames == 0 || *upscale == 0 || *channels == 0 {
+                bail!("--frames, --upscale and --channels must be at least 1");
+            }
+            let c = Canvas {
+                width: *width,
+                height: *height,
+                channels: *channels,
+                upscale: *upscale,
+                frames,
+                transient: *transient,
+            };
+            plan::canvas(&c, &budget)
+        }
     }
 }

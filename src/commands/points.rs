@@ -1,39 +1,15 @@
 //! `vramfit points`: list stored points, filtered by any key field.
 
-use crate::points::{store, Point};
-use crate::policy;
-use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use crate::points::summary::{PointFilter, PointList};
+use crate::points::Point;
+use crate::workspace::Workspace;
 use anyhow::{bail, Result};
-use serde::Serialize;
 use std::path::Path;
 
-/// Filters; each given one must match.
-#[derive(Debug, Clone, Default)]
-pub struct PointFilter {
-    /// A family or a model alias (`sdxl` selects the `sd` family's SDXL points).
-    pub vae: Option<String>,
-    pub op: Option<Op>,
-    pub tile: Option<u32>,
-    pub conv_backend: Option<ConvBackend>,
-    pub allocator: Option<Allocator>,
-    pub os: Option<Os>,
-    pub dtype: Option<Dtype>,
-    /// Substring of the id.
-    pub id: Option<String>,
-}
-
-/// The listing.
-#[derive(Debug, Clone, Serialize)]
-pub struct PointList {
-    /// Matching points, sorted by key, then size, then id.
-    pub points: Vec<Point>,
-    /// Points in the store.
-    pub total: usize,
-}
-
 pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
-    let policy = policy::load_strict(root)?;
-    let all = store::load(root, &policy.registry)?;
+    let ws = Workspace::new(root);
+    let policy = ws.policy()?;
+    let all = ws.points(&policy)?;
     let (family, model) = match &f.vae {
         None => (None, None),
         Some(name) => match policy.registry.resolve(name) {

@@ -1,7 +1,7 @@
 //! `vramfit verify`: the audit CI runs.
 
 use crate::coefficients;
-use crate::inputs;
+use crate::workspace::Workspace;
 use crate::pricing::{Coefficients, Pricer};
 use crate::verify::{self, VerifyReport};
 use anyhow::Result;
@@ -16,8 +16,9 @@ pub fn run(root: &Path) -> Result<VerifyReport> {
 /// Verifies with a pricer made from the shipped coefficients by `make`: the
 /// seam through which a test hands in a deliberately broken pricer.
 pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Result<VerifyReport> {
-    let inp = inputs::load(root)?;
-    let path = coefficients::path(root);
+    let ws = Workspace::new(root);
+    let inp = ws.inputs()?;
+    let path = ws.coefficients_path();
     let shown = crate::fsio::shown(&path);
     let text = crate::fsio::read_text(&path)?;
     if let Some(m) = coefficients::version_mismatch(&text, &shown)? {

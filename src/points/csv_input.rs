@@ -4,7 +4,7 @@
 
 use super::{Point, AGGREGATES, CONTEXTS};
 use crate::exact::{mib_decimal_to_bytes, DecimalError, MAX_BYTES, MAX_PIXELS};
-use crate::policy::Registry;
+use crate::registry::Registry;
 use crate::vocab::{Dtype, Os};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;

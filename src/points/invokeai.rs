@@ -9,7 +9,7 @@
 
 use super::csv_input::{row_to_point, Fields, ParsedRow, RowOrigin};
 use crate::exact::mib_decimal_to_bytes;
-use crate::policy::Registry;
+use crate::registry::Registry;
 use crate::vocab::Dtype;
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;

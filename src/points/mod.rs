@@ -5,6 +5,7 @@ pub mod csv_input;
 pub mod invokeai;
 pub mod merge;
 pub mod store;
+pub mod summary;
 
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};

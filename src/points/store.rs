@@ -9,19 +9,13 @@
 
 use super::{Point, AGGREGATES, CONTEXTS};
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
-use crate::policy::Registry;
+use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "vramfit-points";
 pub const VERSION: u32 = 1;
-
-/// Path of the points file under a root.
-pub fn path(root: &Path) -> PathBuf {
-    root.join("measurements").join("vae.json")
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,16 +23,6 @@ struct StoreFile {
     format: String,
     version: u32,
     points: Vec<Point>,
-}
-
-/// Loads the points (sorted by id). A missing file is an empty store.
-pub fn load(root: &Path, registry: &Registry) -> Result<Vec<Point>> {
-    let p = path(root);
-    if !p.exists() {
-        return Ok(Vec::new());
-    }
-    let text = crate::fsio::read_text(&p)?;
-    parse(&text, &crate::fsio::shown(&p), registry)
 }
 
 /// Parses a points file and checks every invariant; an error names the

@@ -1,4 +1,4 @@
-//! The maintainer's declared rules (`fits/policy.toml`, SPEC §4).
+//! The maintainer's declared rules (`fits/policy.toml`; `docs/DESIGN.md`, "The policy").
 //!
 //! Parsing is strict: structural mistakes (a wrong type, a missing `reason`)
 //! are errors, and unknown keys or ids that name no point are collected as
@@ -10,9 +10,11 @@ mod parse;
 pub use parse::parse;
 
 use crate::exact::Ratio;
+use crate::findings::Code;
+use crate::registry::Registry;
 use crate::points::{LineKey, Point};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Os};
-use anyhow::{bail, Result};
+
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -72,45 +74,6 @@ pub struct Legacy {
     pub fp32_extra_mib: BTreeMap<String, u64>,
 }
 
-/// One VAE family of the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VaeEntry {
-    /// Model names that resolve to this family.
-    pub models: Vec<String>,
-    /// Weight count, for the cast growth of SPEC §6.6; unknown when absent.
-    pub params: Option<u64>,
-}
-
-/// Family names and model aliases.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Registry(pub BTreeMap<String, VaeEntry>);
-
-impl Registry {
-    /// The family a family or model name stands for (case-insensitive).
-    pub fn resolve(&self, name: &str) -> Option<&str> {
-        let n = name.trim();
-        for (family, entry) in &self.0 {
-            if family.eq_ignore_ascii_case(n) || entry.models.iter().any(|m| m.eq_ignore_ascii_case(n)) {
-                return Some(family.as_str());
-            }
-        }
-        None
-    }
-
-    /// Families and their models, for "accepted: …" messages.
-    pub fn describe(&self) -> String {
-        self.0
-            .iter()
-            .map(|(f, e)| if e.models.is_empty() { f.clone() } else { format!("{f} ({})", e.models.join(", ")) })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    pub fn params(&self, family: &str) -> Option<u64> {
-        self.0.get(family).and_then(|e| e.params)
-    }
-}
-
 /// The parsed policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -141,7 +104,7 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// `unknown-key`, `unknown-id` or `stale-exception`.
-    pub code: &'static str,
+    pub code: Code,
     pub ids: Vec<String>,
     pub message: String,
 }
@@ -176,9 +139,9 @@ impl Policy {
         // An excluded id that names no point is a typo that lets a bad point
         // back in; an exception that names no point is stale.
         let lists = [
-            (&self.excludes, "exclude", "unknown-id"),
-            (&self.keeps, "keep", "unknown-id"),
-            (&self.exceptions, "exception", "stale-exception"),
+            (&self.excludes, "exclude", Code::UnknownId),
+            (&self.keeps, "keep", Code::UnknownId),
+            (&self.exceptions, "exception", Code::StaleException),
         ];
         let mut out = Vec::new();
         for (list, table, code) in lists {
@@ -201,15 +164,4 @@ impl Policy {
 /// Shared with the shipped file, which carries the same pairs.
 pub fn is_os_specific(pairs: &[OsSpecific], backend: ConvBackend, allocator: Allocator) -> bool {
     pairs.iter().any(|o| o.conv_backend == backend && o.allocator.is_none_or(|a| a == allocator))
-}
-
-/// Reads `fits/policy.toml` under `root`, failing on any problem (fit, emit, ingest).
-pub fn load_strict(root: &std::path::Path) -> Result<Policy> {
-    let path = root.join("fits/policy.toml");
-    let text = crate::fsio::read_text(&path)?;
-    let (policy, problems) = parse(&text, &path.display().to_string())?;
-    if let Some(p) = problems.first() {
-        bail!("{}", p.message);
-    }
-    Ok(policy)
 }

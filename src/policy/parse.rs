@@ -2,9 +2,10 @@
 //! are collected as problems so `verify` can report all of them at once.
 
 use super::{
-    AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, Registry, VaeEntry, UNMEASURED_RULE,
+    AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, UNMEASURED_RULE,
 };
 use crate::exact::{policy_number, Ratio};
+use crate::registry::{Registry, VaeEntry};
 use crate::points::LineKey;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op};
 use anyhow::{anyhow, bail, Result};
@@ -54,7 +55,7 @@ impl Parser<'_> {
         for k in t.keys() {
             if !known.contains(&k.as_str()) {
                 self.problems.push(Problem {
-                    code: "unknown-key",
+                    code: crate::findings::Code::UnknownKey,
                     ids: vec![],
                     message: format!(
                         "{}: unknown key '{k}' in {at} (known: {}); a misspelt key would otherwise be ignored",

@@ -10,7 +10,8 @@ use crate::coefficients::CoefficientsFile;
 use crate::exact::MIB;
 use crate::fit::reserve_bytes;
 use crate::points::LineKey;
-use crate::policy::{is_os_specific, Registry};
+use crate::policy::is_os_specific;
+use crate::registry::Registry;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
 use platform::{detect_allocator, detect_os, Detected, EnvSnapshot};
@@ -168,6 +169,15 @@ impl Price {
     }
 }
 
+/// The answer of `reserve`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReserveReport {
+    #[serde(flatten)]
+    pub price: Price,
+    /// Which coefficients priced it.
+    pub coefficients: String,
+}
+
 /// Prices a query. Verify takes this as a parameter so a test can hand it a
 /// deliberately broken pricer and see the check catch it.
 pub trait Pricer {
@@ -214,7 +224,7 @@ impl Coefficients {
             let coef = LineCoef {
                 slope_centi: l.slope_centi()?,
                 base_mib: l.base_mib,
-                carried: l.kind == crate::coefficients::assemble::LineKind::Carried,
+                carried: l.kind == crate::lines::LineKind::Carried,
                 size_range: l.size_range,
             };
             if lines.insert(l.key.clone(), coef).is_some() {
@@ -501,7 +511,7 @@ impl Pricer for Coefficients {
             mib: bytes.div_ceil(MIB),
             rule,
             priced_by,
-            slope: coef.as_ref().map(|c| crate::coefficients::assemble::slope_text(c.slope_centi)),
+            slope: coef.as_ref().map(|c| crate::lines::slope_text(c.slope_centi)),
             base_mib: coef.as_ref().map(|c| c.base_mib),
             pixels,
             line_bytes,

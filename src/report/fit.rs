@@ -22,12 +22,8 @@ fn findings_markdown(s: &mut String, findings: &[Finding]) {
     s.push_str(&format!("\n**verify would report {} finding(s):**\n\n", findings.len()));
     s.push_str(&markdown_table(&["code", "line", "finding"], &rows));
 }
-use crate::commands::emit::EmitReport;
-use crate::commands::fit::{FitLine, FitReport};
-
-fn key(l: &FitLine) -> String {
-    format!("{}/{}/{}/{}/{}/{}/{}", l.vae, l.op, l.tile, l.conv_backend, l.allocator, l.os, l.dtype)
-}
+use crate::coefficients::emit::{Change, EmitReport};
+use crate::lines::{FitReport, LineKind};
 
 const FIT_HEADERS: &[&str] = &[
     "line (vae/op/tile/backend/allocator/os/dtype)",
@@ -44,11 +40,11 @@ const FIT_HEADERS: &[&str] = &[
 fn fit_rows(r: &FitReport) -> Vec<Vec<String>> {
     r.lines
         .iter()
-        .filter(|l| l.kind != "insufficient")
+        .filter(|l| l.kind != LineKind::Insufficient)
         .map(|l| {
             vec![
-                key(l),
-                l.kind.clone(),
+                l.key.to_string(),
+                l.kind.as_str().to_string(),
                 l.points.len().to_string(),
                 l.distinct_sizes.to_string(),
                 l.slope.clone().unwrap_or_default(),
@@ -64,8 +60,8 @@ fn fit_rows(r: &FitReport) -> Vec<Vec<String>> {
 fn insufficient(r: &FitReport) -> Vec<Vec<String>> {
     r.lines
         .iter()
-        .filter(|l| l.kind == "insufficient")
-        .map(|l| vec![key(l), l.points.len().to_string(), l.reason.clone().unwrap_or_default()])
+        .filter(|l| l.kind == LineKind::Insufficient)
+        .map(|l| vec![l.key.to_string(), l.points.len().to_string(), l.reason.clone().unwrap_or_default()])
         .collect()
 }
 
@@ -82,8 +78,8 @@ impl Report for FitReport {
         let over: usize = self.lines.iter().map(|l| l.over_bound.len()).sum();
         s.push_str(&format!(
             "{} lines fitted or carried, {} not fitted; margin {}, ratio bound {}: {} point(s) over the bound\n",
-            self.lines.iter().filter(|l| l.kind != "insufficient").count(),
-            self.lines.iter().filter(|l| l.kind == "insufficient").count(),
+            self.lines.iter().filter(|l| l.kind != LineKind::Insufficient).count(),
+            self.lines.iter().filter(|l| l.kind == LineKind::Insufficient).count(),
             self.margin,
             self.ratio_bound,
             over
@@ -111,11 +107,11 @@ fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
     };
     r.changes
         .iter()
-        .filter(|c| c.change != "unchanged")
+        .filter(|c| c.change != Change::Unchanged)
         .map(|c| {
             let kind = match (&c.old_kind, &c.new_kind) {
                 (Some(a), Some(b)) if a != b => format!("changed ({a} → {b})"),
-                _ => c.change.to_string(),
+                _ => c.change.as_str().to_string(),
             };
             vec![
                 c.key.clone(),
@@ -135,7 +131,7 @@ impl Report for EmitReport {
             s.push_str(&grid(EMIT_HEADERS, rows, &[]));
             s.push('\n');
         }
-        let unchanged = self.changes.iter().filter(|c| c.change == "unchanged").count();
+        let unchanged = self.changes.iter().filter(|c| c.change == Change::Unchanged).count();
         s.push_str(&match (self.check, self.changed) {
             (true, false) => format!("{}: up to date ({} lines)\n", self.file, self.changes.len()),
             (true, true) => format!(

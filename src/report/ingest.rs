@@ -1,5 +1,5 @@
 use super::{grid, Report};
-use crate::commands::ingest::IngestReport;
+use crate::points::summary::IngestReport;
 
 impl Report for IngestReport {
     fn table(&self) -> String {

@@ -1,5 +1,5 @@
 use super::{grid, mib2, Report};
-use crate::commands::points::PointList;
+use crate::points::summary::PointList;
 
 impl Report for PointList {
     fn table(&self) -> String {

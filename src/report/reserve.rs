@@ -1,5 +1,5 @@
 use super::Report;
-use crate::commands::reserve::ReserveReport;
+use crate::pricing::ReserveReport;
 use crate::pricing::Rule;
 
 fn thousands(n: u64) -> String {

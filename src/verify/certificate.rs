@@ -3,8 +3,8 @@
 //! lies above it, the envelope is optimal, and the shipped values are that
 //! envelope with the margin, rounded up.
 
-use super::{Ctx, Finding, SHIPPED_FILE};
-use crate::coefficients::assemble::{group, LineKind};
+use super::{Code, Ctx, Finding, SHIPPED_FILE};
+use crate::lines::{group, LineKind};
 use crate::exact::{Ratio, MIB};
 use std::cmp::Ordering;
 
@@ -16,7 +16,7 @@ pub(super) fn check(cx: &mut Ctx) {
         let key = s.key.to_string();
         let fail = |msg: String| {
             Finding::new(
-                "certificate",
+                Code::Certificate,
                 SHIPPED_FILE,
                 format!("line {key}: {msg}"),
                 "the shipped envelope is not the optimum of these points: run `vramfit emit`",
@@ -82,7 +82,7 @@ pub(super) fn check(cx: &mut Ctx) {
             if w != h {
                 out.push(
                     Finding::new(
-                        "certificate",
+                        Code::Certificate,
                         SHIPPED_FILE,
                         format!("line {key}: the shipped slope/base are not the envelope with the margin, rounded up"),
                         "a shipped value was edited after `emit`: run `vramfit emit`",

@@ -1,103 +1,21 @@
-//! `verify` (SPEC §8): re-derive everything from the points and the policy,
-//! compare with the shipped file, and price every point and every line's own
-//! key through the same [`Pricer`] that `reserve` uses. Each failure is a
-//! [`Finding`] with a stable code.
+//! `verify`: re-derive everything from the points and the policy, compare
+//! the shipped file with it field by field, and price every point and every
+//! line's own key through the same [`Pricer`] that `reserve` uses. Each
+//! failure is a [`Finding`] with a stable [`Code`]. What each code proves:
+//! `docs/DESIGN.md`, "What verify proves".
 
 mod certificate;
 mod pricing_checks;
 mod reproduce;
 
-use crate::coefficients::assemble::{assemble, Line};
+use crate::lines::{assemble, Line};
 use crate::coefficients::CoefficientsFile;
-use crate::inputs::Inputs;
+use crate::workspace::Inputs;
 use crate::pricing::Pricer;
 use anyhow::Result;
 use serde::Serialize;
 
-/// The files a finding can point at.
-pub const POINTS_FILE: &str = "measurements/vae.json";
-pub const POLICY_FILE: &str = "fits/policy.toml";
-pub const SHIPPED_FILE: &str = "fits/vae.json";
-pub const PRICING_CODE: &str = "src/pricing/mod.rs";
-
-/// Every code verify can report, in the order the README documents them.
-pub const CODES: &[&str] = &[
-    "version",
-    "schema",
-    "unknown-key",
-    "unknown-id",
-    "margin",
-    "settings",
-    "digest",
-    "reproduce",
-    "points-changed",
-    "certificate",
-    "coverage",
-    "ratio-bound",
-    "stale-exception",
-    "floor",
-    "query-path",
-];
-
-/// One failed check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Stable code (see [`CODES`]).
-    pub code: &'static str,
-    /// The file to look at.
-    pub file: &'static str,
-    /// The line key, where the finding is about one line.
-    pub line: Option<String>,
-    /// The JSON path of the field in `fits/vae.json`, for whole-file findings.
-    pub path: Option<String>,
-    /// The point ids involved.
-    pub points: Vec<String>,
-    /// What the check expected.
-    pub expected: Option<String>,
-    /// What it found.
-    pub found: Option<String>,
-    /// What is wrong, in words.
-    pub message: String,
-    /// What to do next.
-    pub hint: String,
-}
-
-impl Finding {
-    pub fn new(code: &'static str, file: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Finding {
-        Finding {
-            code,
-            file,
-            line: None,
-            path: None,
-            points: vec![],
-            expected: None,
-            found: None,
-            message: message.into(),
-            hint: hint.into(),
-        }
-    }
-
-    pub fn line(mut self, key: impl ToString) -> Finding {
-        self.line = Some(key.to_string());
-        self
-    }
-
-    pub fn at_path(mut self, path: impl Into<String>) -> Finding {
-        self.path = Some(path.into());
-        self
-    }
-
-    pub fn points(mut self, ids: Vec<String>) -> Finding {
-        self.points = ids;
-        self
-    }
-
-    pub fn values(mut self, expected: impl ToString, found: impl ToString) -> Finding {
-        self.expected = Some(expected.to_string());
-        self.found = Some(found.to_string());
-        self
-    }
-}
+pub use crate::findings::{Code, Finding, POINTS_FILE, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
 
 /// The result of `verify`.
 #[derive(Debug, Clone, Serialize)]
@@ -173,7 +91,7 @@ pub fn unloadable(inputs: &Inputs, raw: &serde_json::Value, error: &anyhow::Erro
     reproduce::policy_problems(&mut cx);
     reproduce::whole_file(&mut cx, true);
     cx.findings.push(Finding::new(
-        "schema",
+        Code::Schema,
         SHIPPED_FILE,
         format!("{error:#}"),
         "reserve and plan refuse this file: restore it, or run `vramfit emit`",
@@ -203,7 +121,7 @@ fn finish(
     pricings: usize,
 ) -> VerifyReport {
     findings.sort_by(|a, b| {
-        (&a.line, a.code, &a.path, &a.points, &a.message).cmp(&(&b.line, b.code, &b.path, &b.points, &b.message))
+        (&a.line, a.code.as_str(), &a.path, &a.points, &a.message).cmp(&(&b.line, b.code.as_str(), &b.path, &b.points, &b.message))
     });
     findings.dedup();
     VerifyReport {
@@ -227,7 +145,7 @@ pub fn version_only(inputs: &Inputs, message: String) -> VerifyReport {
         included: 0,
         pricings: 0,
         findings: vec![Finding::new(
-            "version",
+            Code::Version,
             SHIPPED_FILE,
             message,
             "re-emit the file with this vramfit (`vramfit emit`), or run the vramfit that wrote it",

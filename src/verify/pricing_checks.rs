@@ -2,8 +2,8 @@
 //! covered, none is over-reserved beyond the bound, the floor holds, and each
 //! line's own key prices to its own formula.
 
-use super::{Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
-use crate::coefficients::assemble::{slope_text, LineKind};
+use super::{Code, Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
+use crate::lines::{slope_text, LineKind};
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
 use crate::points::LineKey;
@@ -41,7 +41,7 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
             Err(e) => {
                 out.push(
                     Finding::new(
-                        "coverage",
+                        Code::Coverage,
                         SHIPPED_FILE,
                         format!("point {} cannot be priced: {e:#}", p.id),
                         "see the message",
@@ -55,7 +55,7 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
         if price.bytes < p.demand_bytes {
             out.push(
                 Finding::new(
-                    "coverage",
+                    Code::Coverage,
                     SHIPPED_FILE,
                     format!(
                         "point {} ({} px) is not covered: {} reserves {} B for a demand of {} B",
@@ -84,7 +84,7 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
         if over && !policy.is_exception(&p.id) {
             out.push(
                 Finding::new(
-                    "ratio-bound",
+                    Code::RatioBound,
                     POLICY_FILE,
                     format!(
                         "point {} is over-reserved {shown}× by the {} (bound {})",
@@ -105,7 +105,7 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
         if exists && !over_bound_ids.contains(&e.id) {
             out.push(
                 Finding::new(
-                    "stale-exception",
+                    Code::StaleException,
                     POLICY_FILE,
                     format!("[[exception]] {} is no longer above the ratio bound (or not priced by its line)", e.id),
                     "remove the exception so the bound guards this point again",
@@ -136,7 +136,7 @@ pub(super) fn floor(cx: &mut Ctx) {
             if line < l {
                 out.push(
                     Finding::new(
-                        "floor",
+                        Code::Floor,
                         POLICY_FILE,
                         format!("carried line {k} prices {w}x{h} at {line} B, below the legacy {l} B"),
                         "a carried line stands in for a measurement: raise its [[carry]] values to at least legacy",
@@ -206,7 +206,7 @@ pub(super) fn floor(cx: &mut Ctx) {
                                     };
                                     out.push(
                                         Finding::new(
-                                            "floor",
+                                            Code::Floor,
                                             PRICING_CODE,
                                             format!(
                                                 "the unmeasured rule prices {family}/{op}/{tile}/{backend}/{dtype} on {os} \
@@ -296,7 +296,7 @@ pub(super) fn query_path(cx: &mut Ctx) {
                             };
                             out.push(
                                 Finding::new(
-                                    "query-path",
+                                    Code::QueryPath,
                                     PRICING_CODE,
                                     format!(
                                         "pricing {k}'s own key on {asked} at {w}x{h} batch {batch} ({how} allocator/OS) \

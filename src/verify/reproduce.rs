@@ -1,8 +1,8 @@
 //! Policy problems, file settings, and whether every line reproduces from
 //! the points it claims.
 
-use super::{Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
-use crate::coefficients::assemble::LineKind;
+use super::{Code, Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
+use crate::lines::LineKind;
 use crate::coefficients::fields;
 use crate::exact::exact_decimal;
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) fn policy_problems(cx: &mut Ctx) {
     for p in &cx.inputs.problems {
         let hint = match p.code {
-            "unknown-key" => "fix the key's spelling or remove it",
+            Code::UnknownKey => "fix the key's spelling or remove it",
             _ => "fix the id (see `vramfit points --id …`) or remove the entry",
         };
         cx.findings.push(Finding::new(p.code, POLICY_FILE, p.message.clone(), hint).points(p.ids.clone()));
@@ -22,7 +22,7 @@ pub(super) fn settings(cx: &mut Ctx) {
     if policy.margin != shipped.margin {
         cx.findings.push(
             Finding::new(
-                "margin",
+                Code::Margin,
                 SHIPPED_FILE,
                 format!(
                     "the shipped margin {} differs from the policy's {}",
@@ -41,7 +41,7 @@ pub(super) fn settings(cx: &mut Ctx) {
         if p != s {
             cx.findings.push(
                 Finding::new(
-                    "settings",
+                    Code::Settings,
                     SHIPPED_FILE,
                     format!("the shipped {what} {s} differs from the policy's {p}"),
                     "run `vramfit emit` so the file matches the policy",
@@ -59,7 +59,7 @@ pub(super) fn settings(cx: &mut Ctx) {
         if &fresh != shipped_digest {
             cx.findings.push(
                 Finding::new(
-                    "digest",
+                    Code::Digest,
                     file,
                     format!("fits/vae.json was emitted from a different {what} file than {file}"),
                     format!("if the change to {file} is intended, run `make fit` and commit fits/vae.json"),
@@ -71,7 +71,7 @@ pub(super) fn settings(cx: &mut Ctx) {
 }
 
 pub(super) fn lines(cx: &mut Ctx) {
-    let fresh: BTreeMap<String, &crate::coefficients::assemble::Line> =
+    let fresh: BTreeMap<String, &crate::lines::Line> =
         cx.fresh.iter().map(|l| (l.key.to_string(), l)).collect();
     let mut seen = BTreeSet::new();
     let mut findings = Vec::new();
@@ -81,7 +81,7 @@ pub(super) fn lines(cx: &mut Ctx) {
         let Some(f) = fresh.get(&key) else {
             findings.push(
                 Finding::new(
-                    "reproduce",
+                    Code::Reproduce,
                     SHIPPED_FILE,
                     format!("line {key} is shipped, but no included point or carry produces it now"),
                     "run `vramfit emit`; if points were removed on purpose, commit the new file",
@@ -98,7 +98,7 @@ pub(super) fn lines(cx: &mut Ctx) {
         if f.kind == LineKind::Insufficient {
             findings.push(
                 Finding::new(
-                    "reproduce",
+                    Code::Reproduce,
                     SHIPPED_FILE,
                     format!(
                         "line {key} is shipped as {}, but its points no longer make a line ({})",
@@ -119,7 +119,7 @@ pub(super) fn lines(cx: &mut Ctx) {
             Some(f) => points_changed(&mut findings, &key, &s.point_ids, s.points, &s.points_digest, f),
             None => findings.push(
                 Finding::new(
-                    "points-changed",
+                    Code::PointsChanged,
                     POINTS_FILE,
                     format!("the points of {key} are gone"),
                     "run `vramfit emit`",
@@ -132,7 +132,7 @@ pub(super) fn lines(cx: &mut Ctx) {
         if let Some(f) = fresh.get(&key).filter(|f| f.kind != LineKind::Insufficient) {
             findings.push(
                 Finding::new(
-                    "reproduce",
+                    Code::Reproduce,
                     SHIPPED_FILE,
                     format!("{key} is shipped as too thin to fit, but its points now make a {} line", f.kind.as_str()),
                     "run `vramfit emit`",
@@ -143,11 +143,11 @@ pub(super) fn lines(cx: &mut Ctx) {
     }
     for (key, f) in &fresh {
         if !seen.contains(key) {
-            let code = if f.kind == LineKind::Insufficient { "points-changed" } else { "reproduce" };
+            let code = if f.kind == LineKind::Insufficient { Code::PointsChanged } else { Code::Reproduce };
             findings.push(
                 Finding::new(
                     code,
-                    if code == "reproduce" { SHIPPED_FILE } else { POINTS_FILE },
+                    if code == Code::Reproduce { SHIPPED_FILE } else { POINTS_FILE },
                     format!("{key} ({}) follows from the points but is missing from fits/vae.json", f.kind.as_str()),
                     "new points were added since `emit`: run `vramfit emit` and commit fits/vae.json",
                 )
@@ -170,7 +170,7 @@ fn points_changed(
     shipped_ids: &[String],
     shipped_count: usize,
     shipped_digest: &str,
-    f: &crate::coefficients::assemble::Line,
+    f: &crate::lines::Line,
 ) {
     if shipped_digest == f.points_digest && shipped_count == f.points.len() {
         return;
@@ -191,7 +191,7 @@ fn points_changed(
     ids.extend(removed.clone());
     findings.push(
         Finding::new(
-            "points-changed",
+            Code::PointsChanged,
             POINTS_FILE,
             format!("the points behind {key} changed since emit ({})", what.trim_end_matches("; ")),
             "if the change is intended, run `make fit` and commit both files; otherwise restore measurements/vae.json",
@@ -226,7 +226,7 @@ pub(super) fn whole_file(cx: &mut Ctx, all_paths: bool) {
     // A line whose points changed differs in every field derived from them;
     // its `points-changed` finding already fails verify and says to re-emit.
     let moved: BTreeSet<String> =
-        cx.findings.iter().filter(|f| f.code == "points-changed").filter_map(|f| f.line.clone()).collect();
+        cx.findings.iter().filter(|f| f.code == Code::PointsChanged).filter_map(|f| f.line.clone()).collect();
     for d in fields::differences(&cx.expected, cx.raw) {
         let line = line_of(&d.path);
         if !all_paths && (covered_elsewhere(&d.path) || line.as_ref().is_some_and(|l| moved.contains(l))) {
@@ -234,13 +234,13 @@ pub(super) fn whole_file(cx: &mut Ctx, all_paths: bool) {
         }
         let (code, message, hint) = if d.is_unknown() {
             (
-                "unknown-key",
+                Code::UnknownKey,
                 format!("fits/vae.json: {}: unknown field (emit never writes it)", d.path),
                 "remove the field: a runtime that reads it would price differently from vramfit",
             )
         } else {
             (
-                "reproduce",
+                Code::Reproduce,
                 format!("fits/vae.json: {} is not what `emit` builds from the points and the policy", d.path),
                 "a value was edited by hand, or the inputs changed since `emit`: run `vramfit emit` and review \
                  the diff",

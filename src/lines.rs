@@ -1,11 +1,17 @@
-//! Lines from points under the policy: which points each line has, its
-//! fitted or carried values, and how it prices its own points.
+//! Lines: the fit of each key under the policy. Which included points each
+//! line key has, whether the line is fitted (the exact envelope of `fit`),
+//! carried (declared in the policy) or too thin to fit, its rounded values,
+//! how it prices its own points, and which of them exceed the ratio bound.
+//! `fit` shows them, `emit` ships them, `verify` re-derives them. See
+//! `docs/DESIGN.md`, "Lines".
 
 use crate::exact::Ratio;
 use crate::fit::{self, Envelope, FitPoint, Rounded};
 use crate::points::{LineKey, Point};
 use crate::policy::Policy;
+use crate::findings::Finding;
 use anyhow::{anyhow, Result};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// How a line got its values.
@@ -161,4 +167,62 @@ fn line(key: LineKey, pts: &[Point], policy: &Policy) -> Result<Line> {
 /// The shipped slope as a decimal with two places.
 pub fn slope_text(slope_centi: u64) -> String {
     crate::exact::format_scaled(i128::from(slope_centi), 2)
+}
+
+/// One line as `fit` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitLine {
+    /// The line key.
+    #[serde(flatten)]
+    pub key: LineKey,
+    /// `fitted`, `carried` or `insufficient`.
+    pub kind: LineKind,
+    /// B/px with two decimals (null when insufficient).
+    pub slope: Option<String>,
+    /// MiB (null when insufficient).
+    pub base_mib: Option<u64>,
+    /// Ids of the included points.
+    pub points: Vec<String>,
+    /// Distinct sizes among them.
+    pub distinct_sizes: usize,
+    /// Ids of the support points.
+    pub support: Vec<String>,
+    /// Largest reserve / demand over the points, four decimals rounded up.
+    pub max_ratio: Option<String>,
+    /// Points above the ratio bound that are not listed exceptions.
+    pub over_bound: Vec<String>,
+    /// Why a line is carried or insufficient.
+    pub reason: Option<String>,
+}
+
+/// What `fit` shows: every line, sorted by key, and what `verify` would say.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitReport {
+    /// The margin used, exact.
+    pub margin: String,
+    /// The ratio bound used, exact.
+    pub ratio_bound: String,
+    /// Every line.
+    pub lines: Vec<FitLine>,
+    /// What `verify` would report on the file these lines make; `fit`
+    /// exits 1 when there are any.
+    pub findings: Vec<Finding>,
+}
+
+impl Line {
+    /// The line as `fit` reports it.
+    pub fn report(&self) -> FitLine {
+        FitLine {
+            key: self.key.clone(),
+            kind: self.kind,
+            slope: self.rounded.map(|r| slope_text(r.slope_centi)),
+            base_mib: self.rounded.map(|r| r.base_mib),
+            points: self.points.iter().map(|p| p.id.clone()).collect(),
+            distinct_sizes: self.distinct_sizes,
+            support: self.envelope.as_ref().map(|e| e.support.ids()).unwrap_or_default(),
+            max_ratio: self.max_ratio.map(|m| m.to_decimal_ceil(4)),
+            over_bound: self.over_bound.clone(),
+            reason: self.reason.clone(),
+        }
+    }
 }
