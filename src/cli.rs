@@ -3,9 +3,9 @@
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
 use crate::commands::{self, ingest, plan, reserve};
-use crate::points::summary::PointFilter;
 use crate::plan::Verdict;
 use crate::points::invokeai::InvokeaiContext;
+use crate::points::summary::PointFilter;
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::Choice;
 use crate::report::{self, Format};
@@ -97,7 +97,7 @@ Exit codes: 0 planned, 1 the verdict meets --fail-on, 2 usage or input error.")]
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FromArg {
-    /// vramfit's measurement CSV (SPEC §2).
+    /// vramfit's measurement CSV (columns: see the README).
     Csv,
     /// InvokeAI's vae_benchmarks/all_benchmark_results.json.
     InvokeaiBenchmark,

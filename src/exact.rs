@@ -276,7 +276,14 @@ pub fn parse_decimal(text: &str) -> Result<Ratio, DecimalError> {
     Ratio::new(num, 10i128.pow(frac_part.len() as u32)).map_err(|_| DecimalError::TooLarge)
 }
 
-/// Decimal MiB to whole bytes, rounding **up** (SPEC §2).
+/// `width × height × batch`, the size every line is fitted and priced at;
+/// None when it overflows or exceeds [`MAX_PIXELS`]. The one place the
+/// pixel limit is applied.
+pub fn pixels(width: u64, height: u64, batch: u64) -> Option<u64> {
+    width.checked_mul(height).and_then(|p| p.checked_mul(batch)).filter(|p| *p <= MAX_PIXELS)
+}
+
+/// Decimal MiB to whole bytes, rounding **up** (docs/DESIGN.md, "The measurement CSV").
 pub fn mib_decimal_to_bytes(text: &str) -> Result<u64, DecimalError> {
     let r = parse_decimal(text)?;
     let bytes = r.checked_mul(Ratio::int(i128::from(MIB))).map_err(|_| DecimalError::TooLarge)?.ceil();

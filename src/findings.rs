@@ -49,7 +49,23 @@ pub enum Code {
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: &'static [Code] = &[Code::Version, Code::Schema, Code::UnknownKey, Code::UnknownId, Code::Margin, Code::Settings, Code::Digest, Code::Reproduce, Code::PointsChanged, Code::Certificate, Code::Coverage, Code::RatioBound, Code::StaleException, Code::Floor, Code::QueryPath];
+    pub const ALL: &'static [Code] = &[
+        Code::Version,
+        Code::Schema,
+        Code::UnknownKey,
+        Code::UnknownId,
+        Code::Margin,
+        Code::Settings,
+        Code::Digest,
+        Code::Reproduce,
+        Code::PointsChanged,
+        Code::Certificate,
+        Code::Coverage,
+        Code::RatioBound,
+        Code::StaleException,
+        Code::Floor,
+        Code::QueryPath,
+    ];
 
     /// The stable spelling, as in JSON.
     pub fn as_str(&self) -> &'static str {

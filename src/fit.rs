@@ -1,4 +1,4 @@
-//! The exact upper-envelope fit of SPEC §3. Pure math on sizes and demands:
+//! The exact upper-envelope fit of docs/DESIGN.md, "The exact fit". Pure math on sizes and demands:
 //! no I/O, no floating point.
 //!
 //! The envelope `(a, b)` minimises the total over-reservation
@@ -146,7 +146,7 @@ fn tops<'a>(points: &[FitPoint<'a>]) -> Result<Vec<Vertex<'a>>, FitError> {
     Ok(out)
 }
 
-/// The exact envelope of SPEC §3.
+/// The exact envelope of docs/DESIGN.md, "The exact fit".
 pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
     if points.is_empty() {
         return Err(FitError::NoPoints);
@@ -164,7 +164,7 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
     let n = points.len() as u128;
     let sum_x: u128 = points.iter().map(|p| u128::from(p.x)).sum();
     // The first edge whose right end is at or past the mean: on a vertex
-    // this is the edge to its left (the steeper one), as SPEC §3 says. The
+    // this is the edge to its left (the steeper one), as docs/DESIGN.md, "The exact fit" says. The
     // walk stops by the last vertex at the latest: no size exceeds the
     // largest, so neither does the mean.
     let mut j = 0;
@@ -214,7 +214,7 @@ pub struct Rounded {
     pub base_mib: u64,
 }
 
-/// Applies the margin exactly and rounds both terms up (SPEC §3), so the
+/// Applies the margin exactly and rounds both terms up (docs/DESIGN.md, "The exact fit"), so the
 /// rounded line still covers every point.
 pub fn round(env: &Envelope, margin: Ratio) -> Result<Rounded, Overflow> {
     let grow = Ratio::int(1).checked_add(margin)?;

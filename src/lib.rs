@@ -1,7 +1,7 @@
 //! vramfit: fit, ship and audit the GPU-memory coefficients a diffusion app
 //! reserves before a VAE decode or encode.
 //!
-//! Data flows one way (SPEC §10): measurement files → [`points`] → [`fit`]
+//! Data flows one way (docs/DESIGN.md, "The house"): measurement files → [`points`] → [`fit`]
 //! (pure math) → [`coefficients`] (lines under the [`policy`]) → [`pricing`]
 //! → [`verify`] and [`plan`] → [`report`] → [`cli`]. No module reaches back
 //! up this chain.

@@ -6,10 +6,10 @@
 //! `docs/DESIGN.md`, "Lines".
 
 use crate::exact::Ratio;
+use crate::findings::Finding;
 use crate::fit::{self, Envelope, FitPoint, Rounded};
 use crate::points::{LineKey, Point};
 use crate::policy::Policy;
-use crate::findings::Finding;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! "Does it fit, and how should it run?" (SPEC §9). Given a budget, a
+//! "Does it fit, and how should it run?" (docs/DESIGN.md, "Plan"). Given a budget, a
 //! workload runs `full`, `chunked` in groups, `tiled`, or on the `host`;
 //! the verdict always carries the numbers that forced it.
 //!

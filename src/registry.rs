@@ -45,4 +45,3 @@ impl Registry {
         self.0.get(family).and_then(|e| e.params)
     }
 }
-

@@ -59,9 +59,19 @@ pub fn parse_factor(s: &str) -> Result<crate::exact::Ratio> {
     v.map_err(|_| anyhow!("'{t}': too many digits to hold exactly"))
 }
 
+/// Bytes as MiB with `places` decimals, rounded **up** (a figure shown is
+/// never less than the bytes behind it): the one MiB formatter.
+pub fn mib_up(bytes: u64, places: u32) -> String {
+    let scale = 10i128.pow(places);
+    crate::exact::format_scaled(
+        crate::exact::ceil_div(i128::from(bytes) * scale, i128::from(crate::exact::MIB)),
+        places,
+    )
+}
+
 /// Bytes as whole MiB rounded up, for messages (`4488 MiB`).
 pub fn mib_text(bytes: u64) -> String {
-    format!("{} MiB", bytes.div_ceil(crate::exact::MIB))
+    format!("{} MiB", mib_up(bytes, 0))
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ impl fmt::Display for UnknownSpelling {
 impl std::error::Error for UnknownSpelling {}
 
 macro_rules! vocabulary {
-    ($(#[$doc:meta])* $name:ident, $what:literal, { $($variant:ident => $canon:literal $(| $alias:literal)*),+ $(,)? }) => {
+    // The enum, its canonical spellings, `Display` and serde; parsing is
+    // left to the caller (the allocator parses PyTorch's conf strings).
+    (@base $(#[$doc:meta])* $name:ident, $what:literal, { $($variant:ident => $canon:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name { $($variant),+ }
@@ -36,7 +38,27 @@ macro_rules! vocabulary {
             pub fn as_str(&self) -> &'static str {
                 match self { $($name::$variant => $canon),+ }
             }
+        }
 
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.as_str()) }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+    ($(#[$doc:meta])* $name:ident, $what:literal, { $($variant:ident => $canon:literal $(| $alias:literal)*),+ $(,)? }) => {
+        vocabulary!(@base $(#[$doc])* $name, $what, { $($variant => $canon),+ });
+
+        impl $name {
             /// The canonical spellings joined for an error message.
             pub fn accepted() -> String {
                 let all: &[&str] = &[$($canon),+];
@@ -54,21 +76,6 @@ macro_rules! vocabulary {
                     }
                 )+
                 Err(UnknownSpelling { what: $what, given: t.to_string(), accepted: $name::accepted() })
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.as_str()) }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
             }
         }
     };
@@ -128,66 +135,69 @@ impl ConvBackend {
     }
 }
 
-/// PyTorch's caching-allocator configuration, named as PyTorch names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Allocator {
-    Native,
-    CudaMallocAsync,
-    ExpandableSegments,
-}
+vocabulary!(@base
+    /// PyTorch's caching-allocator configuration, named as PyTorch names it.
+    Allocator, "allocator", {
+        Native => "native",
+        CudaMallocAsync => "cudaMallocAsync",
+        ExpandableSegments => "expandable_segments",
+    }
+);
 
 impl Allocator {
-    pub const ALL: &'static [Allocator] =
-        &[Allocator::Native, Allocator::CudaMallocAsync, Allocator::ExpandableSegments];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Allocator::Native => "native",
-            Allocator::CudaMallocAsync => "cudaMallocAsync",
-            Allocator::ExpandableSegments => "expandable_segments",
-        }
-    }
-
     pub fn accepted() -> String {
         "native, cudaMallocAsync, expandable_segments (also PYTORCH_CUDA_ALLOC_CONF forms: backend:native, \
          backend:cudaMallocAsync, expandable_segments:True, expandable_segments:False)"
             .to_string()
     }
+
+    /// The allocator a `PYTORCH_*_ALLOC_CONF` value chooses, read as PyTorch
+    /// reads it: `backend:cudaMallocAsync` wins; else an explicit
+    /// `expandable_segments:True/False`; else none (`max_split_size_mb` and
+    /// the like choose no allocator, and `backend:native` alone keeps the
+    /// platform's expandable-segments default). The one parser of these
+    /// strings: detection and the `allocator` column both use it.
+    pub fn from_conf(conf: &str) -> Option<Allocator> {
+        let mut backend_async = false;
+        let mut expandable: Option<bool> = None;
+        for part in conf.split(',') {
+            let Some((k, v)) = part.split_once(':') else { continue };
+            match (k.trim(), v.trim()) {
+                ("backend", v) if v.eq_ignore_ascii_case("cudaMallocAsync") => backend_async = true,
+                ("expandable_segments", v) if v.eq_ignore_ascii_case("true") => expandable = Some(true),
+                ("expandable_segments", v) if v.eq_ignore_ascii_case("false") => expandable = Some(false),
+                _ => {}
+            }
+        }
+        if backend_async {
+            return Some(Allocator::CudaMallocAsync);
+        }
+        expandable.map(|on| if on { Allocator::ExpandableSegments } else { Allocator::Native })
+    }
 }
 
 impl FromStr for Allocator {
     type Err = UnknownSpelling;
+    /// A canonical name, or a conf string that names one (`backend:native`
+    /// names the native allocator here, where a name is asked for).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t: String = s.trim().chars().filter(|c| !c.is_whitespace()).collect();
-        let lower = t.to_ascii_lowercase();
-        let a = match lower.as_str() {
-            "native" | "backend:native" | "expandable_segments:false" => Some(Allocator::Native),
-            "cudamallocasync" | "backend:cudamallocasync" => Some(Allocator::CudaMallocAsync),
-            "expandable_segments" | "expandable_segments:true" | "expandable-segments" => {
-                Some(Allocator::ExpandableSegments)
+        let t: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        let named = Allocator::ALL.iter().copied().find(|a| {
+            t.eq_ignore_ascii_case(a.as_str())
+                || t.eq_ignore_ascii_case("expandable-segments") && *a == Allocator::ExpandableSegments
+        });
+        let conf = || {
+            if t.eq_ignore_ascii_case("backend:native") {
+                Some(Allocator::Native)
+            } else {
+                Allocator::from_conf(&t)
             }
-            _ => None,
         };
-        a.ok_or(UnknownSpelling { what: "allocator", given: s.trim().to_string(), accepted: Allocator::accepted() })
-    }
-}
-
-impl fmt::Display for Allocator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Allocator {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Allocator {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        named.or_else(conf).ok_or(UnknownSpelling {
+            what: "allocator",
+            given: s.trim().to_string(),
+            accepted: Allocator::accepted(),
+        })
     }
 }
 

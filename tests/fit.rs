@@ -17,7 +17,7 @@ fn centi(slope: &str) -> u128 {
     i.parse::<u128>().unwrap() * 100 + f.parse::<u128>().unwrap()
 }
 
-/// The evaluation of SPEC §3, written again here from the spec.
+/// The evaluation of docs/DESIGN.md, "The exact fit", written again here from the spec.
 fn reserve(slope: &str, base_mib: u64, x: u64) -> u128 {
     (centi(slope) * x as u128).div_ceil(100) + base_mib as u128 * 1_048_576
 }

@@ -411,8 +411,12 @@ fn query_path_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>
     assert!(real.ok, "the real pricer passes: {:?}", real.findings);
     let broken = vramfit::commands::verify::run_with(root, make).unwrap();
     assert!(!broken.ok);
-    let lines: Vec<String> =
-        broken.findings.iter().filter(|f| f.code == vramfit::findings::Code::QueryPath).filter_map(|f| f.line.clone()).collect();
+    let lines: Vec<String> = broken
+        .findings
+        .iter()
+        .filter(|f| f.code == vramfit::findings::Code::QueryPath)
+        .filter_map(|f| f.line.clone())
+        .collect();
     assert!(!lines.is_empty(), "query-path must catch it: {:?}", broken.findings);
     lines
 }

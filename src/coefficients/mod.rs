@@ -1,20 +1,19 @@
-//! The shipped coefficient file `fits/vae.json` (SPEC §5): its schema, how
+//! The shipped coefficient file `fits/vae.json` (docs/DESIGN.md, "The coefficients file"): its schema, how
 //! `emit` builds it from the assembled lines, and how it is loaded.
 //!
 //! The file is self-contained: a runtime (a Python app) can price any query
 //! from it alone, with no other vramfit file.
 
-
 pub mod emit;
 pub mod fields;
 
 use crate::exact::{Ratio, MIB};
+use crate::lines::{slope_text, Line, LineKind};
 use crate::points::LineKey;
 use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy};
 use crate::registry::VaeEntry;
 use crate::vocab::Allocator;
 use anyhow::{anyhow, bail, Result};
-use crate::lines::{slope_text, Line, LineKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;

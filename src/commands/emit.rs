@@ -1,11 +1,11 @@
 //! `vramfit emit`: write `fits/vae.json` from the points and the policy.
 
-use crate::lines::assemble;
 use crate::coefficients::emit::{diff, EmitReport};
 use crate::coefficients::{self, CoefficientsFile};
-use crate::workspace::{Inputs, Workspace};
+use crate::lines::assemble;
 use crate::pricing::Coefficients;
 use crate::verify::{self, Finding};
+use crate::workspace::{Inputs, Workspace};
 use anyhow::Result;
 use std::path::Path;
 

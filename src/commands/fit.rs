@@ -1,7 +1,7 @@
 //! `vramfit fit`: fit every line and show it, without writing anything.
 
-use crate::workspace::Workspace;
 use crate::lines::{assemble, FitReport};
+use crate::workspace::Workspace;
 use anyhow::Result;
 use std::path::Path;
 

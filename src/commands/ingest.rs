@@ -4,9 +4,9 @@ use crate::points::csv_input::{parse_csv, ParsedRow};
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::store;
-use crate::workspace::Workspace;
 use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
+use crate::workspace::Workspace;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The input formats `ingest` reads.
 #[derive(Debug, Clone)]
 pub enum InputFormat {
-    /// vramfit's measurement CSV (SPEC §2).
+    /// vramfit's measurement CSV (docs/DESIGN.md, "The measurement CSV").
     Csv,
     /// InvokeAI's `all_benchmark_results.json`, with the missing facts given.
     InvokeaiBenchmark(InvokeaiContext),
@@ -113,7 +113,7 @@ fn unknown_os_notes(rows: &[ParsedRow], policy: &policy::Policy) -> Vec<String> 
     let mut per_key: BTreeMap<String, usize> = BTreeMap::new();
     for r in rows {
         let p = &r.point;
-        if p.os == crate::vocab::Os::Any && policy.is_os_specific(p.conv_backend, p.allocator) {
+        if p.key.os == crate::vocab::Os::Any && policy.is_os_specific(p.key.conv_backend, p.key.allocator) {
             *per_key.entry(policy.line_key(p).to_string()).or_insert(0) += 1;
         }
     }

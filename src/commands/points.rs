@@ -20,14 +20,14 @@ pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
     };
     let points: Vec<Point> = all
         .iter()
-        .filter(|p| family.as_ref().is_none_or(|v| &p.vae == v))
+        .filter(|p| family.as_ref().is_none_or(|v| &p.key.vae == v))
         .filter(|p| model.as_ref().is_none_or(|m| p.model.as_ref().is_some_and(|pm| pm.eq_ignore_ascii_case(m))))
-        .filter(|p| f.op.is_none_or(|o| p.op == o))
-        .filter(|p| f.tile.is_none_or(|t| p.tile == t))
-        .filter(|p| f.conv_backend.is_none_or(|b| p.conv_backend == b))
-        .filter(|p| f.allocator.is_none_or(|a| p.allocator == a))
-        .filter(|p| f.os.is_none_or(|o| p.os == o))
-        .filter(|p| f.dtype.is_none_or(|d| p.dtype == d))
+        .filter(|p| f.op.is_none_or(|o| p.key.op == o))
+        .filter(|p| f.tile.is_none_or(|t| p.key.tile == t))
+        .filter(|p| f.conv_backend.is_none_or(|b| p.key.conv_backend == b))
+        .filter(|p| f.allocator.is_none_or(|a| p.key.allocator == a))
+        .filter(|p| f.os.is_none_or(|o| p.key.os == o))
+        .filter(|p| f.dtype.is_none_or(|d| p.key.dtype == d))
         .filter(|p| f.id.as_ref().is_none_or(|s| p.id.contains(s.as_str())))
         .cloned()
         .collect();

@@ -1,9 +1,9 @@
 //! `vramfit verify`: the audit CI runs.
 
 use crate::coefficients;
-use crate::workspace::Workspace;
 use crate::pricing::{Coefficients, Pricer};
 use crate::verify::{self, VerifyReport};
+use crate::workspace::Workspace;
 use anyhow::Result;
 use std::path::Path;
 

@@ -127,7 +127,7 @@ fn zero_size_and_no_points_are_errors() {
 
 #[test]
 fn rounding_matches_the_closed_form_for_a_five_percent_margin() {
-    // SPEC §3: slope_centi = ceil(105·(q.y − p.y) / (q.x − p.x)).
+    // docs/DESIGN.md, "The exact fit": slope_centi = ceil(105·(q.y − p.y) / (q.x − p.x)).
     let e = fit(&[(262_144, 1_140_850_688), (1_048_576, 4_481_613_824), (4_194_304, 17_819_038_106)]);
     let Support::Edge { .. } = e.support else { panic!("edge expected") };
     let rounded = round(&e, r(1, 20)).unwrap();

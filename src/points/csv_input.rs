@@ -2,11 +2,12 @@
 //! every importer shares (so an imported record and a CSV row of the same
 //! figures become the same point).
 
-use super::{Point, AGGREGATES, CONTEXTS};
+use super::{LineKey, Point, AGGREGATES, CONTEXTS};
 use crate::exact::{mib_decimal_to_bytes, DecimalError, MAX_BYTES, MAX_PIXELS};
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Os};
 use anyhow::{bail, Result};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -31,7 +32,7 @@ pub struct ParsedRow {
 }
 
 /// Columns that must be present in the header (values may be empty where
-/// SPEC §2 gives a default).
+/// docs/DESIGN.md, "The measurement CSV" gives a default).
 pub const REQUIRED_COLUMNS: &[&str] =
     &["source", "conv_backend", "allocator", "os", "op", "tile", "run_dtype", "width", "height", "batch"];
 
@@ -256,10 +257,7 @@ pub fn row_to_point(f: &Fields, at: &RowOrigin, registry: &Registry) -> Result<P
     let width = positive("width", None)?;
     let height = positive("height", None)?;
     let batch = positive("batch", Some(1))?;
-    let pixels = width
-        .checked_mul(height)
-        .and_then(|p| p.checked_mul(batch))
-        .filter(|p| *p <= MAX_PIXELS)
+    let pixels = crate::exact::pixels(width, height, batch)
         .ok_or_else(|| fail("width", format!("width × height × batch exceeds {MAX_PIXELS} pixels")))?;
 
     let mut deltas = [None, None, None];
@@ -313,14 +311,8 @@ pub fn row_to_point(f: &Fields, at: &RowOrigin, registry: &Registry) -> Result<P
 
     let mut point = Point {
         id: String::new(),
-        vae,
+        key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
         model: get("model").map(str::to_string),
-        op,
-        tile,
-        conv_backend,
-        allocator,
-        os,
-        dtype,
         loaded_dtype,
         width,
         height,
@@ -386,10 +378,66 @@ fn resolve_family(vae: Option<&str>, model: Option<&str>, at: &RowOrigin, regist
 
 /// A content-derived id (`p-` and 16 hex digits of a SHA-256 over the
 /// canonical point), so a row without an id gets the same id on every run.
+///
+/// The hashed bytes are frozen: the compact JSON of the point with an empty
+/// id, fields in the order of the first store format (`model` right after
+/// `vae`). A store keeps ids it derived long ago, so the same row must get
+/// the same id from every later vramfit, whatever the `Point` struct's
+/// field order becomes.
 pub fn derived_id(p: &Point) -> String {
+    #[derive(Serialize)]
+    struct Frozen<'a> {
+        id: &'a str,
+        vae: &'a str,
+        model: &'a Option<String>,
+        #[serde(flatten)]
+        rest: serde_json::Map<String, serde_json::Value>,
+    }
     let mut blank = p.clone();
     blank.id = String::new();
-    let bytes = serde_json::to_vec(&blank).unwrap_or_default();
+    let mut rest = match serde_json::to_value(&blank) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    for k in ["id", "vae", "model"] {
+        rest.remove(k);
+    }
+    // `rest` is a sorted map: write the remaining fields in the frozen order.
+    let order = [
+        "op",
+        "tile",
+        "conv_backend",
+        "allocator",
+        "os",
+        "dtype",
+        "loaded_dtype",
+        "width",
+        "height",
+        "batch",
+        "pixels",
+        "demand_bytes",
+        "reserved_bytes",
+        "allocated_bytes",
+        "driver_bytes",
+        "source",
+        "device",
+        "torch",
+        "run",
+        "runs",
+        "aggregate",
+        "context",
+        "note",
+        "metadata",
+    ];
+    let mut bytes = serde_json::to_vec(&Frozen { id: "", vae: &p.key.vae, model: &p.model, rest: Default::default() })
+        .unwrap_or_default();
+    bytes.pop(); // the closing brace
+    for k in order {
+        if let Some(v) = rest.get(k) {
+            bytes.extend_from_slice(format!(",{}:{}", serde_json::Value::from(k), v).as_bytes());
+        }
+    }
+    bytes.push(b'}');
     let tag = crate::fsio::sha256_tag(&bytes);
     format!("p-{}", &tag["sha256:".len().."sha256:".len() + 16])
 }

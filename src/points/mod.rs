@@ -12,27 +12,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// One measured demand of one run configuration (SPEC §1–§2).
+/// One measured demand of one run configuration (docs/DESIGN.md, "Points").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Point {
     /// Stable id; derived from the content when the input gave none.
     pub id: String,
-    /// VAE family the estimator prices (`sd`, `flux1`, …).
-    pub vae: String,
-    /// Model name as given (`sdxl`, `sd15`, …), informational once `vae` is known.
+    /// The run configuration: VAE family, op, tile, conv backend (which
+    /// stands for the platform), allocator, the OS it was measured on (`any`
+    /// when unknown) and the dtype the VAE ran in (`run_dtype` in the CSV).
+    #[serde(flatten)]
+    pub key: LineKey,
+    /// Model name as given (`sdxl`, `sd15`, …), informational once the family is known.
     pub model: Option<String>,
-    /// `decode` or `encode`.
-    pub op: Op,
-    /// Tile edge in pixels; 0 when untiled.
-    pub tile: u32,
-    /// Convolution backend (stands for the platform).
-    pub conv_backend: ConvBackend,
-    /// PyTorch allocator configuration the run used.
-    pub allocator: Allocator,
-    /// OS the point was measured on; `any` when unknown.
-    pub os: Os,
-    /// The dtype the VAE ran in (`run_dtype` in the CSV).
-    pub dtype: Dtype,
     /// The dtype the weights were loaded in, when recorded.
     pub loaded_dtype: Option<Dtype>,
     /// Output width in pixels (decode: decoded image; encode: input image).
@@ -71,7 +62,7 @@ pub struct Point {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// The seven fields that decide which line a point belongs to (SPEC §1).
+/// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LineKey {
     pub vae: String,
@@ -96,15 +87,7 @@ impl fmt::Display for LineKey {
 impl Point {
     /// The point's own key, with the OS it was measured on.
     pub fn key(&self) -> LineKey {
-        LineKey {
-            vae: self.vae.clone(),
-            op: self.op,
-            tile: self.tile,
-            conv_backend: self.conv_backend,
-            allocator: self.allocator,
-            os: self.os,
-            dtype: self.dtype,
-        }
+        self.key.clone()
     }
 }
 

@@ -84,15 +84,19 @@ fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
     if p.source.trim().is_empty() {
         bail!("{at}: source: empty (every point names its source)");
     }
-    if !registry.0.contains_key(&p.vae) {
-        bail!("{at}: vae: '{}' is not a family of the registry in fits/policy.toml ({})", p.vae, registry.describe());
+    if !registry.0.contains_key(&p.key.vae) {
+        bail!(
+            "{at}: vae: '{}' is not a family of the registry in fits/policy.toml ({})",
+            p.key.vae,
+            registry.describe()
+        );
     }
     for (field, v) in [("width", p.width), ("height", p.height), ("batch", p.batch)] {
         if v == 0 {
             bail!("{at}: {field}: must be a positive integer");
         }
     }
-    let pixels = p.width.checked_mul(p.height).and_then(|x| x.checked_mul(p.batch)).filter(|x| *x <= MAX_PIXELS);
+    let pixels = crate::exact::pixels(p.width, p.height, p.batch);
     if pixels != Some(p.pixels) {
         let want = pixels.map(|x| x.to_string()).unwrap_or_else(|| format!("more than {MAX_PIXELS}"));
         bail!("{at}: pixels: {} but width × height × batch = {}×{}×{} = {want}", p.pixels, p.width, p.height, p.batch);

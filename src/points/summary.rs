@@ -1,7 +1,7 @@
 //! What `ingest` did, and what `points` lists: the result types of the two
 //! commands that read and write the store.
 
-use super::{Point};
+use super::Point;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -71,4 +71,3 @@ pub struct PointList {
     /// Points in the store.
     pub total: usize,
 }
-

@@ -11,14 +11,14 @@ pub use parse::parse;
 
 use crate::exact::Ratio;
 use crate::findings::Code;
-use crate::registry::Registry;
 use crate::points::{LineKey, Point};
+use crate::registry::Registry;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Os};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The one unmeasured-platform rule vramfit implements (SPEC §6.5).
+/// The one unmeasured-platform rule vramfit implements (docs/DESIGN.md, "Pricing").
 pub const UNMEASURED_RULE: &str = "max-measured-with-legacy-floor";
 
 /// A point id listed in `[[exclude]]` or `[[exception]]`, with its reason.
@@ -61,7 +61,7 @@ pub struct LegacyK {
     pub encode: u64,
 }
 
-/// The previous estimator (SPEC §7): the floor for unmeasured platforms.
+/// The previous estimator (docs/DESIGN.md, "The legacy estimator"): the floor for unmeasured platforms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Legacy {
     pub k: BTreeMap<ConvBackend, LegacyK>,

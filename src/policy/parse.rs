@@ -1,12 +1,10 @@
 //! Parsing `fits/policy.toml`: structural mistakes are errors; unknown keys
 //! are collected as problems so `verify` can report all of them at once.
 
-use super::{
-    AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, UNMEASURED_RULE,
-};
+use super::{AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, UNMEASURED_RULE};
 use crate::exact::{policy_number, Ratio};
-use crate::registry::{Registry, VaeEntry};
 use crate::points::LineKey;
+use crate::registry::{Registry, VaeEntry};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op};
 use anyhow::{anyhow, bail, Result};
 use std::collections::{BTreeMap, BTreeSet};

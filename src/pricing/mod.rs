@@ -1,4 +1,4 @@
-//! Answering "what would this decode reserve?" (SPEC §6) from the shipped
+//! Answering "what would this decode reserve?" (docs/DESIGN.md, "Pricing") from the shipped
 //! coefficients. `reserve`, `plan` and `verify` all price through
 //! [`Pricer`], so the check that guards the numbers and the command that
 //! shows them run the same code.
@@ -398,10 +398,7 @@ fn pixels(q: &Query) -> Result<u64> {
     if q.width == 0 || q.height == 0 || q.batch == 0 {
         bail!("width, height and batch must be positive");
     }
-    q.width
-        .checked_mul(q.height)
-        .and_then(|p| p.checked_mul(q.batch))
-        .filter(|p| *p <= crate::exact::MAX_PIXELS)
+    crate::exact::pixels(q.width, q.height, q.batch)
         .ok_or_else(|| anyhow!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch))
 }
 

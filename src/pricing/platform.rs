@@ -59,28 +59,6 @@ pub struct Detected<T> {
     pub from: String,
 }
 
-/// Reads one `*_ALLOC_CONF` value: `backend:cudaMallocAsync` wins; else an
-/// explicit `expandable_segments:True/False`; else nothing (other options
-/// such as `max_split_size_mb` do not choose an allocator).
-pub fn parse_alloc_conf(conf: &str) -> Option<Allocator> {
-    let mut backend_async = false;
-    let mut expandable: Option<bool> = None;
-    for part in conf.split(',') {
-        let Some((k, v)) = part.split_once(':') else { continue };
-        match (k.trim(), v.trim()) {
-            ("backend", "cudaMallocAsync") => backend_async = true,
-            ("expandable_segments", v) if v.eq_ignore_ascii_case("true") => expandable = Some(true),
-            ("expandable_segments", v) if v.eq_ignore_ascii_case("false") => expandable = Some(false),
-            _ => {}
-        }
-    }
-    if backend_async {
-        return Some(Allocator::CudaMallocAsync);
-    }
-    // `backend:native` alone keeps the platform's expandable default.
-    expandable.map(|on| if on { Allocator::ExpandableSegments } else { Allocator::Native })
-}
-
 /// The allocator PyTorch would use on this platform.
 pub fn detect_allocator(
     backend: ConvBackend,
@@ -96,7 +74,7 @@ pub fn detect_allocator(
     order.extend(ALLOC_VARS);
     for var in order {
         if let Some(val) = env.vars.get(var).filter(|v| !v.trim().is_empty()) {
-            if let Some(a) = parse_alloc_conf(val) {
+            if let Some(a) = Allocator::from_conf(val) {
                 return Detected { value: a, from: format!("{var}={val}") };
             }
             // The first variable set is the one PyTorch reads; if it names
@@ -143,15 +121,15 @@ mod tests {
 
     #[test]
     fn conf_strings_as_pytorch_reads_them() {
-        assert_eq!(parse_alloc_conf("backend:cudaMallocAsync"), Some(Allocator::CudaMallocAsync));
+        assert_eq!(Allocator::from_conf("backend:cudaMallocAsync"), Some(Allocator::CudaMallocAsync));
         assert_eq!(
-            parse_alloc_conf("expandable_segments:True,max_split_size_mb:512"),
+            Allocator::from_conf("expandable_segments:True,max_split_size_mb:512"),
             Some(Allocator::ExpandableSegments)
         );
-        assert_eq!(parse_alloc_conf("expandable_segments:False"), Some(Allocator::Native));
-        assert_eq!(parse_alloc_conf("max_split_size_mb:512"), None);
+        assert_eq!(Allocator::from_conf("expandable_segments:False"), Some(Allocator::Native));
+        assert_eq!(Allocator::from_conf("max_split_size_mb:512"), None);
         assert_eq!(
-            parse_alloc_conf("expandable_segments:True,backend:cudaMallocAsync"),
+            Allocator::from_conf("expandable_segments:True,backend:cudaMallocAsync"),
             Some(Allocator::CudaMallocAsync)
         );
     }

@@ -82,8 +82,3 @@ pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     }
     s
 }
-
-/// Bytes as MiB with two decimals, rounded up (never shows less than measured).
-pub fn mib2(bytes: u64) -> String {
-    crate::exact::format_scaled(crate::exact::ceil_div(i128::from(bytes) * 100, i128::from(crate::exact::MIB)), 2)
-}

@@ -1,4 +1,9 @@
-use super::{grid, mib2, Report};
+use super::{grid, Report};
+use crate::units::mib_up;
+
+fn mib2(bytes: u64) -> String {
+    mib_up(bytes, 2)
+}
 use crate::points::summary::PointList;
 
 impl Report for PointList {

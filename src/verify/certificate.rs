@@ -4,8 +4,8 @@
 //! envelope with the margin, rounded up.
 
 use super::{Code, Ctx, Finding, SHIPPED_FILE};
-use crate::lines::{group, LineKind};
 use crate::exact::{Ratio, MIB};
+use crate::lines::{group, LineKind};
 use std::cmp::Ordering;
 
 pub(super) fn check(cx: &mut Ctx) {

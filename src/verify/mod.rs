@@ -8,10 +8,10 @@ mod certificate;
 mod pricing_checks;
 mod reproduce;
 
-use crate::lines::{assemble, Line};
 use crate::coefficients::CoefficientsFile;
-use crate::workspace::Inputs;
+use crate::lines::{assemble, Line};
 use crate::pricing::Pricer;
+use crate::workspace::Inputs;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -121,7 +121,13 @@ fn finish(
     pricings: usize,
 ) -> VerifyReport {
     findings.sort_by(|a, b| {
-        (&a.line, a.code.as_str(), &a.path, &a.points, &a.message).cmp(&(&b.line, b.code.as_str(), &b.path, &b.points, &b.message))
+        (&a.line, a.code.as_str(), &a.path, &a.points, &a.message).cmp(&(
+            &b.line,
+            b.code.as_str(),
+            &b.path,
+            &b.points,
+            &b.message,
+        ))
     });
     findings.dedup();
     VerifyReport {

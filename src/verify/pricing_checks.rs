@@ -3,9 +3,9 @@
 //! line's own key prices to its own formula.
 
 use super::{Code, Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
-use crate::lines::{slope_text, LineKind};
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
+use crate::lines::{slope_text, LineKind};
 use crate::points::LineKey;
 use crate::pricing::platform::{EnvSnapshot, ALLOC_VARS, HIP_ALLOC_VAR};
 use crate::pricing::{Choice, Query, Rule};

@@ -2,9 +2,9 @@
 //! the points it claims.
 
 use super::{Code, Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
-use crate::lines::LineKind;
 use crate::coefficients::fields;
 use crate::exact::exact_decimal;
+use crate::lines::LineKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn policy_problems(cx: &mut Ctx) {
@@ -71,8 +71,7 @@ pub(super) fn settings(cx: &mut Ctx) {
 }
 
 pub(super) fn lines(cx: &mut Ctx) {
-    let fresh: BTreeMap<String, &crate::lines::Line> =
-        cx.fresh.iter().map(|l| (l.key.to_string(), l)).collect();
+    let fresh: BTreeMap<String, &crate::lines::Line> = cx.fresh.iter().map(|l| (l.key.to_string(), l)).collect();
     let mut seen = BTreeSet::new();
     let mut findings = Vec::new();
     for s in &cx.shipped.lines {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A second, independent implementation of the fit of SPEC §3.
+"""A second, independent implementation of the fit of docs/DESIGN.md, "The exact fit".
 
 Reads measurements/vae.json and fits/policy.toml with the standard library
 only, groups the included points into lines, and finds each envelope by
