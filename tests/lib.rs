@@ -1,6 +1,7 @@
 //! The one integration-test binary: every module drives the real `vramfit`
 //! binary (or, where a test must hand in a broken part, the library).
 
+mod architecture;
 mod common;
 mod fit;
 mod fuzz;

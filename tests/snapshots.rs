@@ -5,27 +5,34 @@
 use crate::common::*;
 use std::fs;
 
-fn snapshot_of(name: &str, args: &[&str]) {
+/// Runs a command and compares its stdout with a stored snapshot. The exit
+/// code is part of the contract: a snapshot of a failing run never passes
+/// for a successful one. A missing snapshot fails (it is never read as "").
+fn snapshot_of(name: &str, args: &[&str], code: i32) {
     // Run from the repository root with relative paths, so the output does
     // not depend on where the checkout lives.
     let out = vramfit().current_dir(repo()).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(code), "{name}: exit code; stderr: {}", stderr_of(&out));
     let got = stdout_of(&out);
+    assert!(!got.trim().is_empty(), "{name}: no output");
     let path = fixture(&format!("snapshots/{name}.txt"));
     if std::env::var_os("VRAMFIT_UPDATE_SNAPSHOTS").is_some() {
         fs::write(&path, &got).unwrap();
     }
-    let want = fs::read_to_string(&path).unwrap_or_default();
+    let want = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("{name}: no snapshot at {} ({e}); run with VRAMFIT_UPDATE_SNAPSHOTS=1", path.display())
+    });
     assert_eq!(got, want, "{name}: human output changed (VRAMFIT_UPDATE_SNAPSHOTS=1 to accept)");
 }
 
 #[test]
 fn fit_table() {
-    snapshot_of("fit", &["fit"]);
+    snapshot_of("fit", &["fit"], 0);
 }
 
 #[test]
 fn verify_table() {
-    snapshot_of("verify", &["verify"]);
+    snapshot_of("verify", &["verify"], 0);
 }
 
 #[test]
@@ -46,6 +53,7 @@ fn reserve_answer() {
             "--coefficients",
             "fits/vae.json",
         ],
+        0,
     );
 }
 
@@ -67,6 +75,7 @@ fn plan_answers() {
             "--free",
             "24GiB",
         ],
+        0,
     );
     snapshot_of(
         "plan-canvas",
@@ -87,10 +96,11 @@ fn plan_answers() {
             "--transient",
             "9",
         ],
+        0,
     );
 }
 
 #[test]
 fn emit_check_table() {
-    snapshot_of("emit-check", &["emit", "--check"]);
+    snapshot_of("emit-check", &["emit", "--check"], 0);
 }

@@ -100,9 +100,14 @@ pub struct Ran {
 /// binary, in-process) on a fixed Linux host with no allocator variables.
 /// A panic is returned as `Err` with its message, never propagated.
 pub fn run_in_process<S: AsRef<str>>(args: &[S]) -> Result<Ran, String> {
+    run_in_process_on(vramfit::vocab::Os::Linux, args)
+}
+
+/// `run_in_process` on a given host OS.
+pub fn run_in_process_on<S: AsRef<str>>(host: vramfit::vocab::Os, args: &[S]) -> Result<Ran, String> {
     let mut argv = vec!["vramfit".to_string()];
     argv.extend(args.iter().map(|a| a.as_ref().to_string()));
-    let env = vramfit::pricing::platform::EnvSnapshot::default().on(vramfit::vocab::Os::Linux);
+    let env = vramfit::pricing::platform::EnvSnapshot::default().on(host);
     std::panic::catch_unwind(|| {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = vramfit::cli::run_from(argv.clone(), &env, &mut out, &mut err);
