@@ -19,10 +19,27 @@ fn snapshot_of(name: &str, args: &[&str], code: i32) {
     if std::env::var_os("VRAMFIT_UPDATE_SNAPSHOTS").is_some() {
         fs::write(&path, &got).unwrap();
     }
-    let want = fs::read_to_string(&path).unwrap_or_else(|e| {
+    assert_eq!(got, stored_snapshot(name), "{name}: human output changed (VRAMFIT_UPDATE_SNAPSHOTS=1 to accept)");
+}
+
+/// A stored snapshot; a missing one is a failure, never an empty string.
+fn stored_snapshot(name: &str) -> String {
+    let path = fixture(&format!("snapshots/{name}.txt"));
+    fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!("{name}: no snapshot at {} ({e}); run with VRAMFIT_UPDATE_SNAPSHOTS=1", path.display())
-    });
-    assert_eq!(got, want, "{name}: human output changed (VRAMFIT_UPDATE_SNAPSHOTS=1 to accept)");
+    })
+}
+
+#[test]
+#[should_panic(expected = "exit code")]
+fn a_snapshot_run_with_another_exit_code_fails() {
+    snapshot_of("verify", &["verify"], 1);
+}
+
+#[test]
+#[should_panic(expected = "no snapshot")]
+fn a_missing_snapshot_fails() {
+    stored_snapshot("no-such-snapshot");
 }
 
 #[test]
