@@ -7,7 +7,7 @@ use crate::plan::Verdict;
 use crate::points::invokeai::InvokeaiContext;
 use crate::points::summary::PointFilter;
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::Choice;
+use crate::pricing::{Choice, Query};
 use crate::report::{self, Format};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -384,21 +384,22 @@ fn query_options(
     a: &QueryFlags,
     root: &Option<PathBuf>,
 ) -> anyhow::Result<reserve::QueryOptions> {
-    Ok(reserve::QueryOptions {
-        model: model.to_string(),
+    let (width, height) = crate::units::parse_size(size)?;
+    let query = Query {
+        vae: model.to_string(),
         op,
-        size: crate::units::parse_size(size)?,
-        batch: a.batch,
         tile: a.tile,
+        width,
+        height,
+        batch: a.batch,
         dtype: a.dtype,
         loaded_dtype: a.loaded_dtype,
         fp32: a.fp32,
-        backend: a.backend,
+        conv_backend: a.backend,
         allocator: choice(&a.allocator)?,
         os: choice(&a.os)?,
-        coefficients: a.coefficients.clone(),
-        root: root.clone(),
-    })
+    };
+    Ok(reserve::QueryOptions { query, coefficients: a.coefficients.clone(), root: root.clone() })
 }
 
 fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::PlanOptions> {

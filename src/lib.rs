@@ -1,10 +1,13 @@
 //! vramfit: fit, ship and audit the GPU-memory coefficients a diffusion app
 //! reserves before a VAE decode or encode.
 //!
-//! Data flows one way (docs/DESIGN.md, "The house"): measurement files → [`points`] → [`fit`]
-//! (pure math) → [`coefficients`] (lines under the [`policy`]) → [`pricing`]
-//! → [`verify`] and [`plan`] → [`report`] → [`cli`]. No module reaches back
-//! up this chain.
+//! Data flows one way (`docs/DESIGN.md`, "The house"), floor by floor, and no
+//! module uses one on its own floor or above (`tests/architecture.rs` checks
+//! it): the ground ([`exact`], [`vocab`], [`registry`], [`findings`],
+//! [`fsio`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
+//! [`workspace`], [`lines`] (the fit of each key under the policy) →
+//! [`coefficients`] (the shipped file) → [`pricing`] → [`verify`], [`plan`]
+//! → [`commands`], [`report`] → [`cli`].
 
 pub mod cli;
 pub mod coefficients;

@@ -3,8 +3,7 @@
 
 use crate::coefficients;
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::{Choice, Coefficients, Pricer, Query, ReserveReport};
-use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use crate::pricing::{Coefficients, Pricer, Query, ReserveReport};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 
@@ -28,26 +27,12 @@ pub fn load(source: &CoefficientSource) -> Result<Coefficients> {
     }
 }
 
-/// A query as the user typed it, typed: `MODEL OP WxH` and the flags
-/// `reserve` and `plan` share.
+/// What `reserve` (and a VAE `plan`) is asked: the query, and which
+/// coefficients price it.
 #[derive(Debug, Clone)]
 pub struct QueryOptions {
-    /// A family or a model name.
-    pub model: String,
-    pub op: Op,
-    /// Width and height in pixels.
-    pub size: (u64, u64),
-    /// Images in the batch (for `plan`: the number of items).
-    pub batch: u64,
-    /// Tile edge; 0 = untiled.
-    pub tile: u32,
-    pub dtype: Option<Dtype>,
-    pub loaded_dtype: Option<Dtype>,
-    /// The SD nodes' `fp32` switch.
-    pub fp32: Option<bool>,
-    pub backend: ConvBackend,
-    pub allocator: Choice<Allocator>,
-    pub os: Choice<Os>,
+    /// The pricing question, as typed.
+    pub query: Query,
     /// `--coefficients FILE`.
     pub coefficients: Option<PathBuf>,
     /// An explicit `--root`, whose `fits/vae.json` then prices.
@@ -55,25 +40,12 @@ pub struct QueryOptions {
 }
 
 impl QueryOptions {
-    /// The pricing question.
+    /// The pricing question, checked.
     pub fn query(&self) -> Result<Query> {
-        if self.batch == 0 {
+        if self.query.batch == 0 {
             bail!("--batch must be at least 1");
         }
-        Ok(Query {
-            vae: self.model.clone(),
-            op: self.op,
-            tile: self.tile,
-            width: self.size.0,
-            height: self.size.1,
-            batch: self.batch,
-            dtype: self.dtype,
-            loaded_dtype: self.loaded_dtype,
-            fp32: self.fp32,
-            conv_backend: self.backend,
-            allocator: self.allocator,
-            os: self.os,
-        })
+        Ok(self.query.clone())
     }
 
     /// `--coefficients FILE`, else `fits/vae.json` under an explicit
