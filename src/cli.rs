@@ -88,6 +88,14 @@ vramfit plan sdxl decode 2048x2048 --dtype fp32 --free 8GiB --share 0.5 --fail-o
 vramfit plan canvas 1280x720 --frames 240 --upscale 4 --free 20GiB --share 0.25 --cap 1GiB --transient 9\n\n\
 Exit codes: 0 planned, 1 the verdict meets --fail-on, 2 usage or input error.")]
     Plan(PlanArgs),
+    /// Reservations before and after a change of coefficients, per line key and size.
+    #[command(after_help = "Sides: a coefficients file, `embedded` (compiled in), `legacy` (the v1 estimator), \
+or `git:REV` (fits/vae.json at a revision).\n\nExamples:\n  vramfit diff                      # git:HEAD against the working tree\n  \
+vramfit diff legacy               # the v1 estimator against fits/vae.json\n  \
+vramfit diff git:HEAD~3 --sizes 1024x1024,2048x2048 --keys miopen --format markdown\n  \
+vramfit diff --fail-over 10       # exit 1 if any reservation grows by more than 10%\n\n\
+Exit codes: 0 done, 1 a reservation grew by more than --fail-over, 2 usage or input error.")]
+    Diff(DiffArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -239,6 +247,28 @@ struct PlanArgs {
     /// Exit 1 when the verdict is this or worse (full < chunked < tiled < host).
     #[arg(long, value_enum)]
     fail_on: Option<FailOnArg>,
+}
+
+#[derive(Args, Debug)]
+struct DiffArgs {
+    /// The side before [default: git:HEAD].
+    #[arg(value_name = "BEFORE")]
+    before: Option<String>,
+    /// The side after [default: fits/vae.json under --root].
+    #[arg(value_name = "AFTER")]
+    after: Option<String>,
+    /// Sizes, comma-separated WxH [default: 512x512,768x768,1024x1024,1536x1536,2048x2048].
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Images per query.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    /// Only keys containing one of these substrings (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    keys: Vec<String>,
+    /// Exit 1 when any reservation grows by more than this many percent.
+    #[arg(long, value_name = "PCT")]
+    fail_over: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -484,6 +514,36 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             });
             let strict = strict_code(a.flags.strict, &p.estimates(), err);
             Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
+        }
+        Command::Diff(a) => {
+            let sizes = if a.sizes.is_empty() {
+                vec![(512, 512), (768, 768), (1024, 1024), (1536, 1536), (2048, 2048)]
+            } else {
+                a.sizes.iter().map(|s| crate::units::parse_size(s)).collect::<anyhow::Result<_>>()?
+            };
+            if a.batch == 0 {
+                anyhow::bail!("--batch must be at least 1");
+            }
+            let fail_over = a
+                .fail_over
+                .as_deref()
+                .map(|p| crate::units::parse_factor(p).map_err(|e| anyhow::anyhow!("--fail-over {e}")))
+                .transpose()?;
+            let opts = commands::diff::DiffOptions {
+                before: commands::diff::SideSpec::parse(a.before.as_deref().unwrap_or("git:HEAD")),
+                after: match &a.after {
+                    Some(s) => commands::diff::SideSpec::parse(s),
+                    None => commands::diff::SideSpec::File(crate::workspace::Workspace::new(&root).coefficients_path()),
+                },
+                grid: crate::diff::Grid { sizes, batch: a.batch, keys: a.keys },
+            };
+            let r = commands::diff::run(&root, &opts)?;
+            emit(out, &report::render(&r, format, "diff")?);
+            let grew = |limit: crate::exact::Ratio| {
+                let limit = limit.checked_div(crate::exact::Ratio::int(100)).ok();
+                r.largest_growth().zip(limit).is_some_and(|(g, l)| g.cmp_exact(&l) == Ok(std::cmp::Ordering::Greater))
+            };
+            Ok(if fail_over.is_some_and(grew) { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Points(a) => {
             let f = PointFilter {

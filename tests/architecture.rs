@@ -24,6 +24,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("pricing", 6),
     ("verify", 7),
     ("plan", 7),
+    ("diff", 7),
     ("commands", 8),
     ("report", 8),
     ("cli", 9),

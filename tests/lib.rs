@@ -3,6 +3,7 @@
 
 mod architecture;
 mod common;
+mod diff;
 mod fit;
 mod fuzz;
 mod hand_edits;

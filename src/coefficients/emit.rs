@@ -68,17 +68,22 @@ pub struct LineChange {
     pub old_base_mib: Option<u64>,
     /// Base after, MiB.
     pub new_base_mib: Option<u64>,
+    /// Support point ids before.
+    pub old_support: Vec<String>,
+    /// Support point ids after.
+    pub new_support: Vec<String>,
 }
 
-type Values = (String, Option<String>, Option<u64>);
+type Values = (String, Option<String>, Option<u64>, Vec<String>);
 
 fn values(f: &CoefficientsFile) -> BTreeMap<String, Values> {
     let mut m = BTreeMap::new();
     for l in &f.lines {
-        m.insert(l.key.to_string(), (l.kind.as_str().to_string(), Some(l.slope.clone()), Some(l.base_mib)));
+        let v = (l.kind.as_str().to_string(), Some(l.slope.clone()), Some(l.base_mib), l.support.clone());
+        m.insert(l.key.to_string(), v);
     }
     for l in &f.insufficient {
-        m.insert(l.key.to_string(), ("insufficient".to_string(), None, None));
+        m.insert(l.key.to_string(), ("insufficient".to_string(), None, None, vec![]));
     }
     m
 }
@@ -108,6 +113,8 @@ pub fn diff(old: Option<&CoefficientsFile>, new: &CoefficientsFile) -> Vec<LineC
                 new_slope: n.and_then(|v| v.1.clone()),
                 old_base_mib: o.and_then(|v| v.2),
                 new_base_mib: n.and_then(|v| v.2),
+                old_support: o.map(|v| v.3.clone()).unwrap_or_default(),
+                new_support: n.map(|v| v.3.clone()).unwrap_or_default(),
             }
         })
         .collect()

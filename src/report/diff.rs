@@ -1,0 +1,114 @@
+use super::{grid, markdown_table, Report};
+use crate::diff::{Case, DiffReport, Priced};
+use crate::pricing::Rule;
+
+fn rule(r: Option<Rule>) -> &'static str {
+    match r {
+        Some(Rule::FittedLine) => "fitted",
+        Some(Rule::CarriedLine) => "carried",
+        Some(Rule::AnyOsLine) => "OS-less line",
+        Some(Rule::UnmeasuredRule) => "unmeasured",
+        Some(Rule::LegacyFloor) => "legacy floor",
+        Some(Rule::Legacy) => "legacy",
+        None => "-",
+    }
+}
+
+fn side(p: &Priced) -> String {
+    match p.mib {
+        Some(m) => format!("{m} ({})", rule(p.rule)),
+        None => "cannot price".into(),
+    }
+}
+
+fn size(c: &Case) -> String {
+    let b = if c.batch > 1 { format!(" ×{}", c.batch) } else { String::new() };
+    if c.width == c.height {
+        format!("{}²{b}", c.width)
+    } else {
+        format!("{}x{}{b}", c.width, c.height)
+    }
+}
+
+fn case_rows(r: &DiffReport) -> Vec<Vec<String>> {
+    r.cases
+        .iter()
+        .map(|c| {
+            vec![
+                c.key.to_string(),
+                size(c),
+                side(&c.before),
+                side(&c.after),
+                c.change_pct.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect()
+}
+
+fn line_rows(r: &DiffReport) -> Vec<Vec<String>> {
+    let both = |o: Option<String>, n: Option<String>| match (o, n) {
+        (Some(a), Some(b)) if a == b => a,
+        (Some(a), Some(b)) => format!("{a} → {b}"),
+        (Some(a), None) => format!("{a} → -"),
+        (None, Some(b)) => b,
+        (None, None) => "-".into(),
+    };
+    r.lines
+        .iter()
+        .map(|c| {
+            let support = if c.old_support == c.new_support || c.old_support.is_empty() {
+                c.new_support.join(" + ")
+            } else if c.new_support.is_empty() {
+                format!("{} → -", c.old_support.join(" + "))
+            } else {
+                format!("{} → {}", c.old_support.join(" + "), c.new_support.join(" + "))
+            };
+            vec![
+                c.key.clone(),
+                c.change.as_str().to_string(),
+                both(c.old_slope.clone(), c.new_slope.clone()),
+                both(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
+                support,
+            ]
+        })
+        .collect()
+}
+
+const CASE_HEADERS: [&str; 5] =
+    ["case (vae/op/tile/backend/allocator/os/dtype)", "size", "before MiB (rule)", "after MiB (rule)", "change"];
+const LINE_HEADERS: [&str; 5] = ["line", "change", "slope B/px", "base MiB", "support"];
+
+fn points_text(r: &DiffReport) -> String {
+    let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    format!("points added: {}\npoints removed: {}\n", list(&r.points_added), list(&r.points_removed))
+}
+
+impl Report for DiffReport {
+    fn table(&self) -> String {
+        let mut s = format!("reservations, before = {} → after = {}\n", self.before, self.after);
+        s.push_str(&grid(&CASE_HEADERS, case_rows(self), &[2, 3, 4]));
+        s.push('\n');
+        if self.lines.is_empty() {
+            s.push_str("lines: no line added, removed or changed\n");
+        } else {
+            s.push_str(&grid(&LINE_HEADERS, line_rows(self), &[]));
+            s.push('\n');
+        }
+        s.push_str(&points_text(self));
+        s
+    }
+
+    fn markdown(&self) -> Option<String> {
+        let mut s = format!("### Reservations: `{}` → `{}`\n\n", self.before, self.after);
+        s.push_str(&markdown_table(&CASE_HEADERS, &case_rows(self)));
+        s.push_str("\n### Lines\n\n");
+        if self.lines.is_empty() {
+            s.push_str("No line added, removed or changed.\n");
+        } else {
+            s.push_str(&markdown_table(&LINE_HEADERS, &line_rows(self)));
+        }
+        s.push('\n');
+        s.push_str(&points_text(self).replace('\n', "  \n"));
+        Some(s)
+    }
+}

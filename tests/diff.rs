@@ -1,0 +1,136 @@
+//! `vramfit diff`: reservations before and after, per key and size.
+
+use crate::common::*;
+use std::fs;
+use std::path::Path;
+use std::process::Command as Process;
+
+fn diff_json(root: Option<&Path>, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut c = vramfit();
+    if let Some(r) = root {
+        c.arg("--root").arg(r);
+    }
+    let out = c.args(["--format", "json", "diff"]).args(args).output().unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code <= 1, "{args:?}: {}", stderr_of(&out));
+    (code, json_of(&out))
+}
+
+fn case<'a>(j: &'a serde_json::Value, key: &str, w: u64) -> &'a serde_json::Value {
+    j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            let k = &c["key"];
+            let s = format!(
+                "{}/{}/{}/{}/{}/{}/{}",
+                k["vae"].as_str().unwrap(),
+                k["op"].as_str().unwrap(),
+                k["tile"],
+                k["conv_backend"].as_str().unwrap(),
+                k["allocator"].as_str().unwrap(),
+                k["os"].as_str().unwrap(),
+                k["dtype"].as_str().unwrap()
+            );
+            s == key && c["width"] == w
+        })
+        .unwrap_or_else(|| panic!("no case {key} at {w}"))
+}
+
+#[test]
+fn legacy_against_the_shipped_file_per_platform_case() {
+    let (code, j) = diff_json(None, &["legacy", "fits/vae.json", "--sizes", "1024x1024,2048x2048"]);
+    assert_eq!(code, 0);
+    assert_eq!((j["before"].as_str(), j["after"].as_str()), (Some("legacy"), Some("fits/vae.json")));
+    // The v1 figures the tests already pin, against today's answers.
+    let c = case(&j, "sd/decode/0/cudnn/native/any/fp32", 1024);
+    assert_eq!((c["before"]["mib"].as_u64(), c["before"]["rule"].as_str()), (Some(9050), Some("legacy")));
+    assert_eq!((c["after"]["mib"].as_u64(), c["after"]["rule"].as_str()), (Some(5973), Some("fitted-line")));
+    assert_eq!(c["change_pct"], "-34.0%");
+    // A default platform nothing was measured on: ROCm on Windows.
+    let c = case(&j, "sd/decode/0/miopen/expandable_segments/windows/fp32", 1024);
+    assert_eq!(c["before"]["mib"], 14650);
+    assert_eq!(c["after"]["rule"], "legacy-floor");
+    // Every case at both sizes; no line changes against the v1 estimator.
+    assert_eq!(j["cases"].as_array().unwrap().len() % 2, 0);
+    assert!(j["lines"].as_array().unwrap().is_empty());
+    // --fail-over: the fp16 SD decode grows 2.0% over v1.
+    let out = vramfit()
+        .args(["diff", "legacy", "fits/vae.json", "--sizes", "1024x1024", "--fail-over", "1.5"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = vramfit()
+        .args(["diff", "legacy", "fits/vae.json", "--sizes", "1024x1024", "--fail-over", "50"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn markdown_is_a_pull_request_table() {
+    let out = vramfit()
+        .current_dir(repo())
+        .args(["--format", "markdown", "diff", "legacy", "fits/vae.json", "--sizes", "1024x1024", "--keys", "qwen"])
+        .output()
+        .unwrap();
+    let s = stdout_of(&out);
+    assert!(s.starts_with("### Reservations: `legacy` → `fits/vae.json`"), "{s}");
+    assert!(
+        s.contains("| qwen_image/decode/0/cudnn/native/any/fp16 | 1024² | 4400 (legacy) | 5676 (fitted) | +29.0% |"),
+        "{s}"
+    );
+    assert!(!s.contains("flux1"), "--keys filters");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Process::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn git_revisions_in_a_repository_and_a_clear_error_outside_one() {
+    let root = scratch();
+    let r = root.path();
+    // Outside a repository: exit 2, saying so.
+    let out = vramfit().arg("--root").arg(r).arg("diff").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("not inside a git repository"), "{}", stderr_of(&out));
+    git(r, &["init", "-q"]);
+    git(r, &["add", "-A"]);
+    git(r, &["commit", "-q", "-m", "shipped"]);
+    // A new measurement moves the SD fp16 decode line.
+    let f = r.join("new.csv");
+    fs::write(
+        &f,
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+         new-2k,test,cudnn,native,linux,sd,decode,0,fp16,2048,2048,1,18500\n",
+    )
+    .unwrap();
+    vramfit().arg("--root").arg(r).arg("ingest").arg(&f).assert().code(0);
+    assert!(vramfit().arg("--root").arg(r).arg("emit").output().unwrap().status.code().unwrap() <= 1);
+    let (_, j) = diff_json(Some(r), &["--sizes", "2048x2048", "--keys", "sd/decode/0/cudnn/native"]);
+    assert_eq!(j["before"], "git:HEAD");
+    assert_eq!(j["points_added"], serde_json::json!(["new-2k"]));
+    let changed: Vec<&str> = j["lines"].as_array().unwrap().iter().map(|l| l["key"].as_str().unwrap()).collect();
+    assert_eq!(changed, ["sd/decode/0/cudnn/native/any/fp16"]);
+    let c = case(&j, "sd/decode/0/cudnn/native/any/fp16", 2048);
+    assert!(c["after"]["bytes"].as_u64() > c["before"]["bytes"].as_u64());
+    assert!(c["after"]["bytes"].as_u64().unwrap() >= 18500 << 20, "the new point is covered");
+    // An unknown revision: exit 2 with git's reason.
+    let out = vramfit().arg("--root").arg(r).args(["diff", "git:no-such-rev"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("git:no-such-rev"), "{}", stderr_of(&out));
+    // Two legacy sides cannot be priced.
+    let out = vramfit().arg("--root").arg(r).args(["diff", "legacy", "legacy"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
