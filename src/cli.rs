@@ -96,6 +96,11 @@ vramfit diff git:HEAD~3 --sizes 1024x1024,2048x2048 --keys miopen --format markd
 vramfit diff --fail-over 10       # exit 1 if any reservation grows by more than 10%\n\n\
 Exit codes: 0 done, 1 a reservation grew by more than --fail-over, 2 usage or input error.")]
     Diff(DiffArgs),
+    /// Do the lines generalise? Leave one size (or source) out, refit, price the held-out points.
+    #[command(after_help = "Examples:\n  vramfit crossval\n  vramfit crossval --by source\n  \
+vramfit crossval --fail-under 95 --format markdown\n\n\
+Exit codes: 0 done, 1 coverage below --fail-under, 2 usage or input error.")]
+    Crossval(CrossvalArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -269,6 +274,24 @@ struct DiffArgs {
     /// Exit 1 when any reservation grows by more than this many percent.
     #[arg(long, value_name = "PCT")]
     fail_over: Option<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ByArg {
+    /// Leave every point of one measured size out.
+    Size,
+    /// Leave every point of one source out.
+    Source,
+}
+
+#[derive(Args, Debug)]
+struct CrossvalArgs {
+    /// What each fold leaves out.
+    #[arg(long, value_enum, default_value_t = ByArg::Size)]
+    by: ByArg,
+    /// Exit 1 when fewer than this many percent of the held-out points are covered.
+    #[arg(long, value_name = "PCT")]
+    fail_under: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -544,6 +567,20 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
                 r.largest_growth().zip(limit).is_some_and(|(g, l)| g.cmp_exact(&l) == Ok(std::cmp::Ordering::Greater))
             };
             Ok(if fail_over.is_some_and(grew) { EXIT_FINDINGS } else { EXIT_OK })
+        }
+        Command::Crossval(a) => {
+            let by = match a.by {
+                ByArg::Size => crate::crossval::HoldOut::Size,
+                ByArg::Source => crate::crossval::HoldOut::Source,
+            };
+            let fail_under = a
+                .fail_under
+                .as_deref()
+                .map(|p| crate::units::parse_factor(p).map_err(|e| anyhow::anyhow!("--fail-under {e}")))
+                .transpose()?;
+            let r = commands::crossval::run(&root, by)?;
+            emit(out, &report::render(&r, format, "crossval")?);
+            Ok(if fail_under.is_some_and(|p| r.below(p)) { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Points(a) => {
             let f = PointFilter {

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod coefficients;
 pub mod commands;
+pub mod crossval;
 pub mod diff;
 pub mod exact;
 pub mod findings;

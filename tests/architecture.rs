@@ -20,6 +20,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("policy", 3),
     ("workspace", 4),
     ("lines", 4),
+    ("crossval", 5),
     ("coefficients", 5),
     ("pricing", 6),
     ("verify", 7),

@@ -3,6 +3,7 @@
 
 mod architecture;
 mod common;
+mod crossval;
 mod diff;
 mod fit;
 mod fuzz;

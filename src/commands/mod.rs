@@ -1,6 +1,7 @@
 //! One module per subcommand: each turns typed options into a result
 //! struct; none of them prints or sees clap.
 
+pub mod crossval;
 pub mod diff;
 pub mod emit;
 pub mod fit;

@@ -1,0 +1,202 @@
+//! Do the lines generalise? For each fitted line, leave one measured size
+//! (or one source) out, refit the rest exactly as `emit` would (same
+//! margin, same rounding), and price the held-out points with the refit
+//! line: how many are still covered, and how far over or under.
+//!
+//! A line needs points at two sizes to be fitted at all, so a fold that
+//! would leave fewer is reported as not validated rather than guessed; the
+//! policy's `min_sizes` is not applied to the folds (a three-size line
+//! would otherwise never be validated).
+
+use crate::exact::Ratio;
+use crate::fit::{self, FitPoint};
+use crate::lines::{group, Line, LineKind};
+use crate::points::{LineKey, Point};
+use crate::policy::Policy;
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// What a fold leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HoldOut {
+    /// Every point at one measured size.
+    Size,
+    /// Every point of one source.
+    Source,
+}
+
+/// One held-out point, priced by the line refit without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldOut {
+    pub id: String,
+    pub pixels: u64,
+    pub demand_bytes: u64,
+    /// What the refit line reserves for it.
+    pub reserve_bytes: u64,
+    /// `reserve / demand`, four decimals, rounded down (never flatters).
+    pub ratio: String,
+    /// Whether the reservation covers the demand.
+    pub covered: bool,
+    /// How far under the demand, bytes (0 when covered).
+    pub under_bytes: u64,
+    /// What the fold left out (`1024x1024`-class size in pixels, or a source).
+    pub fold: String,
+    #[serde(skip)]
+    ratio_exact: Ratio,
+}
+
+/// One line's cross-validation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineCheck {
+    #[serde(flatten)]
+    pub key: LineKey,
+    /// Folds refit and priced.
+    pub folds: usize,
+    /// Folds that could not be refit, with why.
+    pub skipped: Vec<String>,
+    /// Every held-out point.
+    pub points: Vec<HeldOut>,
+    /// Held-out points covered.
+    pub covered: usize,
+    /// Lowest `reserve / demand` over the held-out points, rounded down.
+    pub worst_ratio: Option<String>,
+    /// Mean `reserve / demand`, rounded down.
+    pub mean_ratio: Option<String>,
+}
+
+/// The whole cross-validation.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossvalReport {
+    /// What each fold leaves out.
+    pub by: HoldOut,
+    /// Lines with an under-reserved held-out point first, then by key.
+    pub lines: Vec<LineCheck>,
+    /// Fitted lines that could not be validated at all, with why.
+    pub not_validated: Vec<String>,
+    /// Held-out points over every line.
+    pub held_out: usize,
+    /// Of them, covered.
+    pub covered: usize,
+    /// `covered / held_out` in percent, one decimal, rounded down.
+    pub coverage_pct: Option<String>,
+    /// Lowest ratio over every line, rounded down.
+    pub worst_ratio: Option<String>,
+    /// Mean ratio over every held-out point, rounded down.
+    pub mean_ratio: Option<String>,
+}
+
+impl CrossvalReport {
+    /// Whether coverage is below `pct` percent (exactly).
+    pub fn below(&self, pct: Ratio) -> bool {
+        let covered = Ratio::int(self.covered as i128 * 100);
+        let want = pct.checked_mul(Ratio::int(self.held_out as i128));
+        want.is_ok_and(|w| covered.cmp_exact(&w) == Ok(std::cmp::Ordering::Less))
+    }
+}
+
+/// A ratio as four decimals, rounded down.
+fn floor4(r: Ratio) -> String {
+    let scaled = r.checked_mul(Ratio::int(10_000)).map(|s| s.floor()).unwrap_or(0);
+    crate::exact::format_scaled(scaled, 4)
+}
+
+fn fold_label(by: HoldOut, p: &Point) -> String {
+    match by {
+        HoldOut::Size => format!("{} px", p.pixels),
+        HoldOut::Source => p.source.clone(),
+    }
+}
+
+fn check_line(line: &Line, pts: &[Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
+    let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p)).collect();
+    let mut out = LineCheck {
+        key: line.key.clone(),
+        folds: 0,
+        skipped: vec![],
+        points: vec![],
+        covered: 0,
+        worst_ratio: None,
+        mean_ratio: None,
+    };
+    if folds.len() < 2 {
+        out.skipped.push(format!("only one {} to hold out", if by == HoldOut::Size { "size" } else { "source" }));
+        return Ok(out);
+    }
+    for fold in &folds {
+        let (held, train): (Vec<&Point>, Vec<&Point>) = pts.iter().partition(|p| &fold_label(by, p) == fold);
+        let sizes: BTreeSet<u64> = train.iter().map(|p| p.pixels).collect();
+        if sizes.len() < 2 {
+            out.skipped.push(format!("{fold}: the rest has {} size(s), 2 are needed to fit", sizes.len()));
+            continue;
+        }
+        let fp: Vec<FitPoint> = train.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect();
+        let env = fit::envelope(&fp).map_err(|e| anyhow!("line {}: {e}", line.key))?;
+        let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {}: {e}", line.key))?;
+        out.folds += 1;
+        for p in held {
+            let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels).map_err(|e| anyhow!("{e}"))?;
+            let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
+            out.points.push(HeldOut {
+                id: p.id.clone(),
+                pixels: p.pixels,
+                demand_bytes: p.demand_bytes,
+                reserve_bytes: reserve,
+                ratio: floor4(ratio),
+                covered: reserve >= p.demand_bytes,
+                under_bytes: p.demand_bytes.saturating_sub(reserve),
+                fold: fold.clone(),
+                ratio_exact: ratio,
+            });
+        }
+    }
+    out.points.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
+    out.covered = out.points.iter().filter(|p| p.covered).count();
+    let (worst, mean) = summary(out.points.iter())?;
+    out.worst_ratio = worst;
+    out.mean_ratio = mean;
+    Ok(out)
+}
+
+/// The lowest and the mean ratio of some held-out points.
+fn summary<'a>(points: impl Iterator<Item = &'a HeldOut>) -> Result<(Option<String>, Option<String>)> {
+    // The mean adds each ratio rounded down to 12 decimals (a sum of exact
+    // fractions with byte-sized denominators would overflow); shown to 4.
+    const SCALE: u128 = 1_000_000_000_000;
+    let mut worst: Option<Ratio> = None;
+    let (mut sum, mut n) = (0u128, 0u128);
+    for p in points {
+        if worst.is_none_or(|w| p.ratio_exact.cmp_exact(&w) == Ok(std::cmp::Ordering::Less)) {
+            worst = Some(p.ratio_exact);
+        }
+        sum += u128::from(p.reserve_bytes) * SCALE / u128::from(p.demand_bytes);
+        n += 1;
+    }
+    let mean = (n > 0).then(|| crate::exact::format_scaled((sum / n / (SCALE / 10_000)) as i128, 4));
+    Ok((worst.map(floor4), mean))
+}
+
+/// Cross-validates every fitted line of `lines` on the included points.
+pub fn crossval(points: &[Point], policy: &Policy, lines: &[Line], by: HoldOut) -> Result<CrossvalReport> {
+    let groups = group(points, policy);
+    let mut checks = Vec::new();
+    let mut not_validated = Vec::new();
+    for line in lines.iter().filter(|l| l.kind == LineKind::Fitted) {
+        let pts = groups.get(&line.key).map(Vec::as_slice).unwrap_or(&[]);
+        let c = check_line(line, pts, policy, by)?;
+        if c.folds == 0 {
+            not_validated.push(format!("{}: {}", line.key, c.skipped.join("; ")));
+        }
+        checks.push(c);
+    }
+    checks.sort_by(|a, b| ((a.covered == a.points.len()), &a.key).cmp(&((b.covered == b.points.len()), &b.key)));
+    let held_out = checks.iter().map(|c| c.points.len()).sum();
+    let covered = checks.iter().map(|c| c.covered).sum();
+    let (worst_ratio, mean_ratio) = summary(checks.iter().flat_map(|c| c.points.iter()))?;
+    let coverage_pct = (held_out > 0).then(|| {
+        let tenths = (covered as i128 * 1000) / held_out as i128;
+        crate::exact::format_scaled(tenths, 1)
+    });
+    Ok(CrossvalReport { by, lines: checks, not_validated, held_out, covered, coverage_pct, worst_ratio, mean_ratio })
+}

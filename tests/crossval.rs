@@ -1,0 +1,178 @@
+//! `vramfit crossval`, checked against an independent brute-force refit
+//! written here: every candidate line (through two points, through the
+//! origin, flat) that covers the training points, the least total
+//! over-reservation, the margin and rounding applied from the README's
+//! formulas. No fit code of the library is used; only its exact rationals.
+
+use crate::common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use vramfit::exact::Ratio;
+
+#[derive(Clone)]
+struct P {
+    id: String,
+    x: i128,
+    y: i128,
+}
+
+fn r(n: i128) -> Ratio {
+    Ratio::int(n)
+}
+
+fn ge(a: &Ratio, b: &Ratio) -> bool {
+    a.cmp_exact(b).unwrap() != std::cmp::Ordering::Less
+}
+
+/// The least-total covering line `(a, b)`, `a, b ≥ 0`; ties to the steeper.
+fn brute_force(train: &[P]) -> (Ratio, Ratio) {
+    let mut cands: Vec<(Ratio, Ratio)> = Vec::new();
+    let ymax = train.iter().map(|p| p.y).max().unwrap();
+    cands.push((r(0), r(ymax)));
+    for p in train {
+        cands.push((Ratio::new(p.y, p.x).unwrap(), r(0)));
+        for q in train.iter().filter(|q| q.x > p.x) {
+            let a = Ratio::new(q.y - p.y, q.x - p.x).unwrap();
+            let b = r(p.y).checked_sub(a.checked_mul(r(p.x)).unwrap()).unwrap();
+            cands.push((a, b));
+        }
+    }
+    let sx: i128 = train.iter().map(|p| p.x).sum();
+    let n = train.len() as i128;
+    let mut best: Option<(Ratio, Ratio, Ratio)> = None;
+    for (a, b) in cands {
+        if a.is_negative() || b.is_negative() {
+            continue;
+        }
+        let covers = train.iter().all(|p| ge(&a.checked_mul(r(p.x)).unwrap().checked_add(b).unwrap(), &r(p.y)));
+        if !covers {
+            continue;
+        }
+        let cost = a.checked_mul(r(sx)).unwrap().checked_add(b.checked_mul(r(n)).unwrap()).unwrap();
+        let better = match &best {
+            None => true,
+            Some((bc, ba, _)) => match cost.cmp_exact(bc).unwrap() {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => a.cmp_exact(ba).unwrap() == std::cmp::Ordering::Greater,
+                std::cmp::Ordering::Greater => false,
+            },
+        };
+        if better {
+            best = Some((cost, a, b));
+        }
+    }
+    let (_, a, b) = best.unwrap();
+    (a, b)
+}
+
+/// The shipped rounding: `ceil(a × 1.05 × 100)` hundredths of a byte per
+/// pixel and `ceil(b × 1.05 / 2^20)` MiB, priced `ceil(centi × x / 100) + base × 2^20`.
+fn price((a, b): &(Ratio, Ratio), x: i128) -> i128 {
+    let centi = a.checked_mul(r(105)).unwrap().ceil();
+    let base = b.checked_mul(Ratio::new(21, 20 << 20).unwrap()).unwrap().ceil();
+    (centi * x + 99) / 100 + base * (1 << 20)
+}
+
+fn floor4(num: i128, den: i128) -> String {
+    let s = num * 10_000 / den;
+    format!("{}.{:04}", s / 10_000, s % 10_000)
+}
+
+#[test]
+fn crossval_by_size_matches_a_brute_force_refit() {
+    let out = vramfit().current_dir(repo()).args(["--format", "json", "crossval"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let cv = json_of(&out);
+    let fit = json_of(&vramfit().current_dir(repo()).args(["--format", "json", "fit"]).output().unwrap());
+    assert_eq!(fit["margin"], "0.05");
+    let store: serde_json::Value =
+        serde_json::from_slice(&fs::read(repo().join("measurements/vae.json")).unwrap()).unwrap();
+    let by_id: BTreeMap<String, P> = store["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let id = p["id"].as_str().unwrap().to_string();
+            let q = P {
+                id: id.clone(),
+                x: p["pixels"].as_u64().unwrap() as i128,
+                y: p["demand_bytes"].as_u64().unwrap() as i128,
+            };
+            (id, q)
+        })
+        .collect();
+    let (mut held, mut covered) = (0usize, 0usize);
+    let mut lines_checked = 0;
+    for line in fit["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
+        let pts: Vec<P> =
+            line["points"].as_array().unwrap().iter().map(|id| by_id[id.as_str().unwrap()].clone()).collect();
+        let sizes: BTreeSet<i128> = pts.iter().map(|p| p.x).collect();
+        let (mut l_held, mut l_cov) = (0usize, 0usize);
+        let mut worst: Option<(i128, i128)> = None;
+        for &s in &sizes {
+            let train: Vec<P> = pts.iter().filter(|p| p.x != s).cloned().collect();
+            if train.iter().map(|p| p.x).collect::<BTreeSet<_>>().len() < 2 {
+                continue;
+            }
+            let line_fit = brute_force(&train);
+            for p in pts.iter().filter(|p| p.x == s) {
+                let res = price(&line_fit, p.x);
+                l_held += 1;
+                l_cov += usize::from(res >= p.y);
+                if worst.is_none_or(|(wn, wd)| res * wd < wn * p.y) {
+                    worst = Some((res, p.y));
+                }
+            }
+        }
+        let key = format!(
+            "{}/{}/{}/{}/{}/{}/{}",
+            line["vae"].as_str().unwrap(),
+            line["op"].as_str().unwrap(),
+            line["tile"],
+            line["conv_backend"].as_str().unwrap(),
+            line["allocator"].as_str().unwrap(),
+            line["os"].as_str().unwrap(),
+            line["dtype"].as_str().unwrap()
+        );
+        let c = cv["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                format!(
+                    "{}/{}/{}/{}/{}/{}/{}",
+                    c["vae"].as_str().unwrap(),
+                    c["op"].as_str().unwrap(),
+                    c["tile"],
+                    c["conv_backend"].as_str().unwrap(),
+                    c["allocator"].as_str().unwrap(),
+                    c["os"].as_str().unwrap(),
+                    c["dtype"].as_str().unwrap()
+                ) == key
+            })
+            .unwrap();
+        assert_eq!(c["points"].as_array().unwrap().len(), l_held, "{key}: held out");
+        assert_eq!(c["covered"].as_u64().unwrap() as usize, l_cov, "{key}: covered");
+        assert_eq!(c["worst_ratio"].as_str(), worst.map(|(n, d)| floor4(n, d)).as_deref(), "{key}: worst ratio");
+        held += l_held;
+        covered += l_cov;
+        lines_checked += 1;
+    }
+    assert_eq!(lines_checked, 18);
+    assert_eq!((cv["held_out"].as_u64().unwrap() as usize, cv["covered"].as_u64().unwrap() as usize), (held, covered));
+    assert!(covered < held, "the shipped data has under-reserved held-out points, and they come first");
+    assert!(cv["lines"][0]["covered"].as_u64() < Some(cv["lines"][0]["points"].as_array().unwrap().len() as u64));
+}
+
+#[test]
+fn fail_under_and_by_source() {
+    let run = |args: &[&str]| vramfit().current_dir(repo()).args(args).output().unwrap();
+    assert_eq!(run(&["crossval", "--fail-under", "99"]).status.code(), Some(1), "97.5% < 99%");
+    assert_eq!(run(&["crossval", "--fail-under", "90"]).status.code(), Some(0));
+    let j = json_of(&run(&["--format", "json", "crossval", "--by", "source"]));
+    assert_eq!(j["by"], "source");
+    let nv: Vec<&str> = j["not_validated"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(nv.iter().any(|n| n.contains("only one source")), "{nv:?}");
+    let md = stdout_of(&run(&["--format", "markdown", "crossval"]));
+    assert!(md.starts_with("| line | folds | held out | covered |"), "{md}");
+}
