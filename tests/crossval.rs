@@ -11,7 +11,6 @@ use vramfit::exact::Ratio;
 
 #[derive(Clone)]
 struct P {
-    id: String,
     x: i128,
     y: i128,
 }
