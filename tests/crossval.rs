@@ -92,11 +92,7 @@ fn crossval_by_size_matches_a_brute_force_refit() {
         .iter()
         .map(|p| {
             let id = p["id"].as_str().unwrap().to_string();
-            let q = P {
-                id: id.clone(),
-                x: p["pixels"].as_u64().unwrap() as i128,
-                y: p["demand_bytes"].as_u64().unwrap() as i128,
-            };
+            let q = P { x: p["pixels"].as_u64().unwrap() as i128, y: p["demand_bytes"].as_u64().unwrap() as i128 };
             (id, q)
         })
         .collect();
