@@ -101,6 +101,11 @@ Exit codes: 0 done, 1 a reservation grew by more than --fail-over, 2 usage or in
 vramfit crossval --fail-under 95 --format markdown\n\n\
 Exit codes: 0 done, 1 coverage below --fail-under, 2 usage or input error.")]
     Crossval(CrossvalArgs),
+    /// One SVG per line (points, envelope, shipped line, band, legacy) and an index.html.
+    #[command(
+        after_help = "Examples:\n  vramfit plot                 # writes plots/*.svg and plots/index.html\n  vramfit plot --out /tmp/p"
+    )]
+    Plot(PlotArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -292,6 +297,13 @@ struct CrossvalArgs {
     /// Exit 1 when fewer than this many percent of the held-out points are covered.
     #[arg(long, value_name = "PCT")]
     fail_under: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// Folder for the SVGs and index.html [default: plots under --root].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -581,6 +593,12 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let r = commands::crossval::run(&root, by)?;
             emit(out, &report::render(&r, format, "crossval")?);
             Ok(if fail_under.is_some_and(|p| r.below(p)) { EXIT_FINDINGS } else { EXIT_OK })
+        }
+        Command::Plot(a) => {
+            let dir = a.out.unwrap_or_else(|| root.join("plots"));
+            let r = report::plot::write_plots(&dir, commands::plot::run(&root)?)?;
+            emit(out, &report::render(&r, format, "plot")?);
+            Ok(EXIT_OK)
         }
         Command::Points(a) => {
             let f = PointFilter {

@@ -20,6 +20,7 @@ pub mod fit;
 pub mod fsio;
 pub mod lines;
 pub mod plan;
+pub mod plot;
 pub mod points;
 pub mod policy;
 pub mod pricing;

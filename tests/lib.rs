@@ -11,6 +11,7 @@ mod hand_edits;
 mod ingest;
 mod input_edges;
 mod plan;
+mod plot;
 mod points;
 mod provenance;
 mod public_data;

@@ -8,6 +8,7 @@ pub mod fit;
 pub mod ingest;
 
 pub mod plan;
+pub mod plot;
 pub mod points;
 pub mod reserve;
 pub mod verify;

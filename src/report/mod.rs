@@ -8,8 +8,10 @@ mod fit;
 mod ingest;
 
 mod plan;
+pub mod plot;
 mod points;
 mod reserve;
+pub mod svg;
 mod verify;
 
 use anyhow::{bail, Result};

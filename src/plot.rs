@@ -1,0 +1,120 @@
+//! What a plot of a line shows, computed here so the SVG renderer only
+//! draws: the line's points (included, excluded with their reason, support
+//! marked), the exact envelope, the shipped line, the ratio-bound band, the
+//! legacy estimate and the measured range. Every figure comes from the same
+//! lines `emit` ships and the same pricing `reserve` uses.
+
+use crate::coefficients::CoefficientsFile;
+use crate::exact::{Ratio, MIB};
+use crate::fit::reserve_bytes;
+use crate::lines::{Line, LineKind};
+use crate::points::{LineKey, Point};
+use crate::policy::Policy;
+use anyhow::Result;
+use serde::Serialize;
+
+/// One point as drawn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlotPoint {
+    pub id: String,
+    pub pixels: u64,
+    pub demand_bytes: u64,
+    /// Where the figure comes from (the colour).
+    pub source: String,
+    /// `single`, `mean`, `max` or unknown (the shape).
+    pub aggregate: Option<String>,
+    /// Whether it pins the envelope.
+    pub support: bool,
+    /// Why the policy leaves it out (drawn grey); None when included.
+    pub excluded: Option<String>,
+}
+
+/// One line's plot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinePlot {
+    pub key: LineKey,
+    /// `fitted` or `carried`.
+    pub kind: LineKind,
+    /// `slope B/px · x + base MiB`.
+    pub formula: String,
+    pub slope_centi: u64,
+    pub base_mib: u64,
+    /// The unrounded envelope `(slope B/px, base B)`, exact, as `num/den`.
+    pub envelope: Option<(String, String)>,
+    /// The ratio bound (the band is `line / bound … line`).
+    pub ratio_bound: String,
+    /// The measured size range, pixels.
+    pub size_range: Option<[u64; 2]>,
+    /// The largest size drawn, pixels.
+    pub x_max: u64,
+    /// The v1 estimate at `x = 0` and at `x_max`, bytes (it is a straight
+    /// line in x; null where the legacy table has no value).
+    pub legacy: Option<[u64; 2]>,
+    pub points: Vec<PlotPoint>,
+    /// The file name of the plot (`sd-decode-0-cudnn-native-any-fp16.svg`).
+    pub file: String,
+    #[serde(skip)]
+    pub envelope_exact: Option<(Ratio, Ratio)>,
+    #[serde(skip)]
+    pub bound: Ratio,
+}
+
+impl LinePlot {
+    /// The shipped line at `x` pixels, bytes.
+    pub fn line_at(&self, x: u64) -> u64 {
+        reserve_bytes(self.slope_centi, self.base_mib, x).unwrap_or(u64::MAX)
+    }
+}
+
+/// Plots of every fitted or carried line, sorted by key.
+pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &CoefficientsFile) -> Result<Vec<LinePlot>> {
+    let mut out = Vec::new();
+    for line in lines.iter().filter(|l| l.kind != LineKind::Insufficient) {
+        let Some(r) = line.rounded else { continue };
+        let support: Vec<String> = line.envelope.as_ref().map(|e| e.support.ids()).unwrap_or_default();
+        let mut pts: Vec<PlotPoint> = points
+            .iter()
+            .filter(|p| policy.line_key(p) == line.key)
+            .map(|p| PlotPoint {
+                id: p.id.clone(),
+                pixels: p.pixels,
+                demand_bytes: p.demand_bytes,
+                source: p.source.clone(),
+                aggregate: p.aggregate.clone(),
+                support: support.contains(&p.id),
+                excluded: policy.excludes.iter().find(|e| e.id == p.id).map(|e| e.reason.clone()),
+            })
+            .collect();
+        pts.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
+        let hi = pts.iter().map(|p| p.pixels).max().unwrap_or(1 << 20);
+        let x_max = (hi + hi / 4).max(1 << 20);
+        let legacy = file.legacy.as_ref().and_then(|l| {
+            let k = &line.key;
+            let at = |x| crate::pricing::legacy::legacy_bytes(l, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x, 1);
+            Some([at(0)?, at(x_max)?])
+        });
+        let slope = crate::lines::slope_text(r.slope_centi);
+        out.push(LinePlot {
+            key: line.key.clone(),
+            kind: line.kind,
+            formula: format!("{slope} B/px · x + {} MiB", r.base_mib),
+            slope_centi: r.slope_centi,
+            base_mib: r.base_mib,
+            envelope: line.envelope.as_ref().map(|e| (e.slope.to_fraction_string(), e.base.to_fraction_string())),
+            ratio_bound: crate::exact::exact_decimal(&policy.ratio_bound),
+            size_range: line.size_range.map(|(a, b)| [a, b]),
+            x_max,
+            legacy,
+            points: pts,
+            file: format!("{}.svg", line.key.to_string().replace('/', "-")),
+            envelope_exact: line.envelope.as_ref().map(|e| (e.slope, e.base)),
+            bound: policy.ratio_bound,
+        });
+    }
+    Ok(out)
+}
+
+/// Bytes as MiB for drawing (a float only places a mark on the picture).
+pub fn mib_f(bytes: u64) -> f64 {
+    bytes as f64 / MIB as f64
+}

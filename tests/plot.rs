@@ -1,0 +1,119 @@
+//! `vramfit plot`: one SVG per line, an index, byte-identical reruns, and
+//! every point's marker where its data says.
+
+use crate::common::*;
+use std::fs;
+
+/// `(cx, cy, r)` of every circle in an SVG.
+fn circles(svg: &str) -> Vec<(f64, f64, f64)> {
+    let attr = |tag: &str, name: &str| -> Option<f64> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[at..].split('"').next()?.parse().ok()
+    };
+    svg.split("<circle")
+        .skip(1)
+        .filter_map(|t| {
+            let tag = t.split('>').next()?;
+            Some((attr(tag, "cx")?, attr(tag, "cy")?, attr(tag, "r")?))
+        })
+        .collect()
+}
+
+/// `(x, y)` of every polygon vertex of the triangle markers.
+fn triangles(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polygon")
+        .skip(1)
+        .filter_map(|t| {
+            let tag = t.split('>').next()?;
+            let at = tag.find(" points=\"")? + 9;
+            let pts: Vec<(f64, f64)> = tag[at..]
+                .split('"')
+                .next()?
+                .split_whitespace()
+                .filter_map(|p| {
+                    let (x, y) = p.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect();
+            (pts.len() == 3).then_some(pts)
+        })
+        .collect()
+}
+
+#[test]
+fn one_svg_per_line_with_each_point_at_its_coordinates() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out =
+        vramfit().current_dir(repo()).args(["--format", "json", "plot", "--out"]).arg(out_dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    let files = j["files"].as_array().unwrap();
+    let fit = json_of(&vramfit().current_dir(repo()).args(["--format", "json", "fit"]).output().unwrap());
+    let shipped = fit["lines"].as_array().unwrap().iter().filter(|l| l["kind"] != "insufficient").count();
+    assert_eq!(files.len(), shipped, "one plot per fitted or carried line");
+    let mut checked = 0;
+    for f in files {
+        let svg = fs::read_to_string(out_dir.path().join(f["file"].as_str().unwrap())).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains(f["key"].as_str().unwrap()), "the title names the key");
+        let fr = &f["frame"];
+        let (l, r, t, b) = (
+            fr["left"].as_f64().unwrap(),
+            fr["right"].as_f64().unwrap(),
+            fr["top"].as_f64().unwrap(),
+            fr["bottom"].as_f64().unwrap(),
+        );
+        let (xm, ym) = (fr["x_max_mpx"].as_f64().unwrap(), fr["y_max_mib"].as_f64().unwrap());
+        let (cs, ts) = (circles(&svg), triangles(&svg));
+        for p in f["plot"]["points"].as_array().unwrap() {
+            // The data coordinates, mapped onto the plotting area.
+            let x = p["pixels"].as_f64().unwrap() / 1e6;
+            let y = p["demand_bytes"].as_f64().unwrap() / 1_048_576.0;
+            let px = l + x / xm * (r - l - 1.0);
+            let py = b - 1.0 - y / ym * (b - t - 1.0);
+            let near = |cx: f64, cy: f64| (cx - px).abs() <= 1.5 && (cy - py).abs() <= 1.5;
+            let at_circle = cs.iter().any(|&(cx, cy, _)| near(cx, cy));
+            let at_triangle = ts.iter().any(|v| {
+                let (cx, cy) = (v.iter().map(|p| p.0).sum::<f64>() / 3.0, v.iter().map(|p| p.1).sum::<f64>() / 3.0);
+                (cx - px).abs() <= 2.0 && (cy - py).abs() <= 4.0
+            });
+            assert!(at_circle || at_triangle, "{}: no marker for {} at ({px:.1}, {py:.1})", f["key"], p["id"]);
+            if p["support"] == true {
+                assert!(cs.iter().any(|&(cx, cy, rad)| near(cx, cy) && rad >= 9.0), "{}: support ring", p["id"]);
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 138 - 5, "every point of every shipped line (the 5 on too-thin keys have no plot)");
+    // The index shows every plot and the line table.
+    let index = fs::read_to_string(out_dir.path().join("index.html")).unwrap();
+    for f in files {
+        assert!(index.contains(&format!("<img src=\"{}\"", f["file"].as_str().unwrap())));
+    }
+    assert!(index.contains("<table>") && index.contains("4452.00 B/px · x + 36 MiB"));
+}
+
+#[test]
+fn reruns_are_byte_identical() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for d in [&a, &b] {
+        vramfit().current_dir(repo()).args(["plot", "--out"]).arg(d.path()).assert().code(0);
+    }
+    assert_eq!(
+        snapshot(a.path()).into_iter().map(|(p, b)| (p.file_name().unwrap().to_owned(), b)).collect::<Vec<_>>(),
+        snapshot(b.path()).into_iter().map(|(p, b)| (p.file_name().unwrap().to_owned(), b)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn excluded_points_are_drawn_grey() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out =
+        vramfit().current_dir(repo()).args(["--format", "json", "plot", "--out"]).arg(out_dir.path()).output().unwrap();
+    let j = json_of(&out);
+    let f = j["files"].as_array().unwrap().iter().find(|f| f["key"] == "sd/decode/0/cudnn/native/any/fp32").unwrap();
+    let ex: Vec<_> = f["plot"]["points"].as_array().unwrap().iter().filter(|p| !p["excluded"].is_null()).collect();
+    assert_eq!(ex.len(), 1, "the PR #7673 native fp32 decode");
+    assert!(ex[0]["excluded"].as_str().unwrap().contains("28%"));
+    let svg = fs::read_to_string(out_dir.path().join(f["file"].as_str().unwrap())).unwrap();
+    assert!(svg.contains("fill=\"#BDBDBD\""), "a grey marker");
+}
