@@ -106,6 +106,13 @@ Exit codes: 0 done, 1 coverage below --fail-under, 2 usage or input error.")]
         after_help = "Examples:\n  vramfit plot                 # writes plots/*.svg and plots/index.html\n  vramfit plot --out /tmp/p"
     )]
     Plot(PlotArgs),
+    /// Write report.md (lines, verify, diff, crossval, plot links) and the plots, for a pull request.
+    #[command(
+        after_help = "Examples:\n  vramfit report                          # vramfit-report/report.md against git:HEAD\n  \
+vramfit report --out /tmp/r --before legacy\n\n\
+Exit codes: 0 written and verify green, 1 written but verify has findings, 2 usage or input error."
+    )]
+    Report(ReportArgs),
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -304,6 +311,16 @@ struct PlotArgs {
     /// Folder for the SVGs and index.html [default: plots under --root].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// Folder for report.md and plots/ [default: vramfit-report under --root].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The side to diff against: a coefficients file, `embedded`, `legacy` or `git:REV`.
+    #[arg(long, value_name = "REF", default_value = "git:HEAD")]
+    before: String,
 }
 
 #[derive(Args, Debug)]
@@ -599,6 +616,29 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let r = report::plot::write_plots(&dir, commands::plot::run(&root)?)?;
             emit(out, &report::render(&r, format, "plot")?);
             Ok(EXIT_OK)
+        }
+        Command::Report(a) => {
+            let ws = crate::workspace::Workspace::new(&root);
+            let diff_opts = commands::diff::DiffOptions {
+                before: commands::diff::SideSpec::parse(&a.before),
+                after: commands::diff::SideSpec::File(ws.coefficients_path()),
+                grid: crate::diff::Grid {
+                    sizes: vec![(512, 512), (768, 768), (1024, 1024), (1536, 1536), (2048, 2048)],
+                    batch: 1,
+                    keys: vec![],
+                },
+            };
+            let bundle = report::bundle::Bundle {
+                fit: commands::fit::run(&root)?,
+                verify: commands::verify::run(&root)?,
+                diff: commands::diff::run(&root, &diff_opts).map_err(|e| format!("{e:#}")),
+                crossval: commands::crossval::run(&root, crate::crossval::HoldOut::Size)?,
+                plots: commands::plot::run(&root)?,
+            };
+            let dir = a.out.unwrap_or_else(|| root.join("vramfit-report"));
+            let r = report::bundle::write(&dir, bundle)?;
+            emit(out, &report::render(&r, format, "report")?);
+            Ok(if r.verify_ok { EXIT_OK } else { EXIT_FINDINGS })
         }
         Command::Points(a) => {
             let f = PointFilter {

@@ -2,6 +2,7 @@
 //! markdown for CI. Renderers compute nothing; every figure they show was
 //! computed by the core and is in the JSON too.
 
+pub mod bundle;
 mod crossval;
 mod diff;
 mod fit;

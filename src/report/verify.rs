@@ -71,6 +71,9 @@ impl Report for VerifyReport {
     }
 
     fn markdown(&self) -> Option<String> {
+        if self.findings.is_empty() {
+            return Some(format!("No findings.\n\n{}\n", summary(self)));
+        }
         let rows: Vec<Vec<String>> = self
             .findings
             .iter()
