@@ -21,7 +21,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("workspace", 4),
     ("lines", 4),
     ("crossval", 5),
-    ("plot", 6),
+    ("plot", 7),
     ("coefficients", 5),
     ("pricing", 6),
     ("verify", 7),
