@@ -90,9 +90,10 @@ impl Workspace {
         let path = self.points_path();
         let text = fsio::read_text(&path)
             .map_err(|e| anyhow!("{e:#}; run `vramfit ingest` first to create {}", fsio::shown(&path)))?;
-        let points = store::parse(&text, &fsio::shown(&path), &policy.registry)?;
+        let (points, canonical) = store::parse_form(&text, &fsio::shown(&path), &policy.registry)?;
         problems.extend(policy.unknown_ids(&points));
-        let points_bytes = store::to_bytes(&points)?;
+        // A canonical store is hashed as it is; an older one as it will be written.
+        let points_bytes = if canonical { text.into_bytes() } else { store::to_bytes(&points)? };
         Ok(Inputs { points, points_bytes, policy, policy_bytes: policy_text.into_bytes(), problems })
     }
 

@@ -197,3 +197,49 @@ fn a_duplicate_id_in_the_store_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("appears twice") && stderr_of(&out).contains(ID), "{}", stderr_of(&out));
 }
+
+// --- the store's byte form -------------------------------------------------
+
+#[test]
+fn the_store_is_one_point_a_line_and_an_old_store_is_converted_by_the_next_write() {
+    let root = scratch();
+    let path = root.path().join("measurements/vae.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[");
+    assert_eq!(lines.len(), 138 + 2, "one line a point");
+    assert_eq!(*lines.last().unwrap(), "]}");
+    // The first format, one pretty-printed document, still loads …
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    fs::write(&path, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("verify").assert().code(0);
+    // … and the next write converts it.
+    fs::write(root.path().join("a.csv"), format!("{HEADER}\n{}\n", row("convert-1", ""))).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(root.path().join("a.csv")).assert().code(0);
+    let after = fs::read_to_string(&path).unwrap();
+    assert_eq!(after.lines().count(), 139 + 2);
+    assert!(after.contains("{\"id\":\"convert-1\","));
+}
+
+#[test]
+fn a_store_line_out_of_form_or_a_truncated_store_is_refused_with_its_line() {
+    let root = scratch();
+    let path = root.path().join("measurements/vae.json");
+    let text = fs::read_to_string(&path).unwrap();
+    // A space after a colon: the same JSON, not the canonical bytes.
+    let spaced = text.replacen("\"tile\":0,", "\"tile\": 0,", 1);
+    fs::write(&path, &spaced).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("points").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("measurements/vae.json:2:") && stderr_of(&out).contains("canonical"),
+        "{}",
+        stderr_of(&out)
+    );
+    // Cut after the 10th point.
+    let cut: String = text.lines().take(11).map(|l| format!("{l}\n")).collect();
+    fs::write(&path, cut).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("points").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("truncated") || stderr_of(&out).contains(":11:"), "{}", stderr_of(&out));
+}

@@ -11,23 +11,99 @@ use super::{Point, AGGREGATES, CONTEXTS};
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub const FORMAT: &str = "vramfit-points";
 pub const VERSION: u32 = 1;
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoreFile {
-    format: String,
-    version: u32,
-    points: Vec<Point>,
-}
+/// The first line of the store: everything before the first point.
+const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
+/// The last line of the store.
+const TAIL: &str = "]}";
 
 /// Parses a points file and checks every invariant; an error names the
 /// file, the point id and the field.
 pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+    Ok(parse_form(text, file, registry)?.0)
+}
+
+/// Parses a points file; the flag says whether the text is already the
+/// canonical form [`to_bytes`] writes (so its bytes can be hashed as they
+/// are). The canonical form is read line by line, one point a line; an
+/// older store (the pretty-printed first format) is read whole, and the
+/// next write converts it.
+pub fn parse_form(text: &str, file: &str, registry: &Registry) -> Result<(Vec<Point>, bool)> {
+    if let Some(body) = text.strip_prefix(HEAD).and_then(|b| b.strip_prefix('\n')) {
+        return Ok((parse_lines(body, file, registry)?, true));
+    }
+    Ok((parse_whole(text, file, registry)?, false))
+}
+
+/// The canonical form: one point a line, each exactly as `to_bytes` writes
+/// it (so a point that is not canonical, has an unknown field or lacks one
+/// is caught by comparing its line with its re-serialisation).
+fn parse_lines(body: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+    let mut points: Vec<Point> = Vec::new();
+    let mut lines = body.split('\n').enumerate().peekable();
+    let mut closed = false;
+    while let Some((i, line)) = lines.next() {
+        let number = i + 2;
+        if line == TAIL {
+            let rest: Vec<&str> = lines.map(|(_, l)| l).collect();
+            if rest != [""] {
+                bail!("{file}:{}: text after the closing `]}}`", number + 1);
+            }
+            closed = true;
+            break;
+        }
+        if lines.peek().is_none() {
+            break; // the text ended without the closing line
+        }
+        let last = lines.peek().is_some_and(|(_, l)| *l == TAIL);
+        let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
+        if !last && json.len() == line.len() {
+            bail!("{file}:{number}: expected a point followed by a comma");
+        }
+        let raw_id = || {
+            serde_json::from_str::<Value>(json)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| format!("line {number}"))
+        };
+        let p: Point = serde_json::from_str(json).map_err(|e| anyhow!("{file}:{number}: point '{}': {e}", raw_id()))?;
+        let at = format!("{file}: point '{}'", p.id);
+        if serde_json::to_string(&p)? != json {
+            let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!("{at}: {e}"))?;
+            canonical(&raw, &p, &at)?;
+            bail!("{file}:{number}: point '{}': not in the canonical byte form (fields in order, no spaces)", p.id);
+        }
+        check_point(&p, registry, &at)?;
+        if let Some(prev) = points.last() {
+            ordered(prev, &p, file)?;
+        }
+        points.push(p);
+    }
+    if !closed {
+        bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
+    }
+    Ok(points)
+}
+
+fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
+    if prev.id >= next.id {
+        let what = if prev.id == next.id { "appears twice" } else { "is stored before a smaller id" };
+        bail!(
+            "{file}: point '{}': id: {what} ('{}' follows it); the store is kept sorted by unique id — \
+             restore it from version control, or delete it and re-run `vramfit ingest` on the raw files",
+            prev.id,
+            next.id
+        );
+    }
+    Ok(())
+}
+
+/// The first store format (one pretty-printed document), read whole.
+fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let raw: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
     let format = raw.get("format").and_then(Value::as_str).unwrap_or("");
     let version = raw.get("version").and_then(Value::as_u64).unwrap_or(0);
@@ -45,17 +121,12 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> 
         check_point(&p, registry, &at)?;
         points.push(p);
     }
-    if let Some(w) = points.windows(2).find(|w| w[0].id >= w[1].id) {
-        let what = if w[0].id == w[1].id { "appears twice" } else { "is stored before a smaller id" };
-        bail!(
-            "{file}: point '{}': id: {what} ('{}' follows it); the store is kept sorted by unique id — \
-             restore it from version control, or delete it and re-run `vramfit ingest` on the raw files",
-            w[0].id,
-            w[1].id
-        );
+    for w in points.windows(2) {
+        ordered(&w[0], &w[1], file)?;
     }
-    let f: StoreFile = serde_json::from_value(raw.clone()).map_err(|e| anyhow!("{file}: {e}"))?;
-    debug_assert_eq!(f.points.len(), points.len());
+    if raw.as_object().is_some_and(|o| o.keys().any(|k| !["format", "version", "points"].contains(&k.as_str()))) {
+        bail!("{file}: unknown field at the top level (expected format, version, points)");
+    }
     Ok(points)
 }
 
@@ -128,9 +199,24 @@ fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
     Ok(())
 }
 
-/// The canonical bytes of a set of points, whatever their order.
+/// The canonical bytes of a set of points, whatever their order: one JSON
+/// document, one point a line (compact, fields in a fixed order) between a
+/// first and a last line, so a diff of new measurements shows one line a
+/// point and the file can be read and written as a stream.
 pub fn to_bytes(points: &[Point]) -> Result<Vec<u8>> {
-    let mut sorted = points.to_vec();
+    let mut sorted: Vec<&Point> = points.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
-    crate::fsio::to_json_bytes(&StoreFile { format: FORMAT.into(), version: VERSION, points: sorted })
+    let mut out = Vec::with_capacity(points.len() * 560 + 64);
+    out.extend_from_slice(HEAD.as_bytes());
+    out.push(b'\n');
+    for (i, p) in sorted.iter().enumerate() {
+        serde_json::to_writer(&mut out, p)?;
+        if i + 1 < sorted.len() {
+            out.push(b',');
+        }
+        out.push(b'\n');
+    }
+    out.extend_from_slice(TAIL.as_bytes());
+    out.push(b'\n');
+    Ok(out)
 }
