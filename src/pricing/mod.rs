@@ -215,6 +215,8 @@ pub struct Coefficients {
     pub lines: BTreeMap<LineKey, LineCoef>,
     /// Which file priced it (a path, or `embedded`).
     pub source: String,
+    /// The file's registry, built once (every pricing resolves a family).
+    registry: Registry,
 }
 
 impl Coefficients {
@@ -231,11 +233,12 @@ impl Coefficients {
                 bail!("{source}: line {} appears twice", l.key);
             }
         }
-        Ok(Coefficients { file, lines, source })
+        let registry = Registry(file.registry.clone());
+        Ok(Coefficients { file, lines, source, registry })
     }
 
-    fn registry(&self) -> Registry {
-        Registry(self.file.registry.clone())
+    fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// The family a query names; an unknown one lists the known ones.
