@@ -119,33 +119,8 @@ fn crossval_by_size_matches_a_brute_force_refit() {
                 }
             }
         }
-        let key = format!(
-            "{}/{}/{}/{}/{}/{}/{}",
-            line["vae"].as_str().unwrap(),
-            line["op"].as_str().unwrap(),
-            line["tile"],
-            line["conv_backend"].as_str().unwrap(),
-            line["allocator"].as_str().unwrap(),
-            line["os"].as_str().unwrap(),
-            line["dtype"].as_str().unwrap()
-        );
-        let c = cv["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| {
-                format!(
-                    "{}/{}/{}/{}/{}/{}/{}",
-                    c["vae"].as_str().unwrap(),
-                    c["op"].as_str().unwrap(),
-                    c["tile"],
-                    c["conv_backend"].as_str().unwrap(),
-                    c["allocator"].as_str().unwrap(),
-                    c["os"].as_str().unwrap(),
-                    c["dtype"].as_str().unwrap()
-                ) == key
-            })
-            .unwrap();
+        let key = key_of(line);
+        let c = cv["lines"].as_array().unwrap().iter().find(|c| key_of(c) == key).unwrap();
         assert_eq!(c["points"].as_array().unwrap().len(), l_held, "{key}: held out");
         assert_eq!(c["covered"].as_u64().unwrap() as usize, l_cov, "{key}: covered");
         assert_eq!(c["worst_ratio"].as_str(), worst.map(|(n, d)| floor4(n, d)).as_deref(), "{key}: worst ratio");

@@ -23,16 +23,7 @@ fn case<'a>(j: &'a serde_json::Value, key: &str, w: u64) -> &'a serde_json::Valu
         .iter()
         .find(|c| {
             let k = &c["key"];
-            let s = format!(
-                "{}/{}/{}/{}/{}/{}/{}",
-                k["vae"].as_str().unwrap(),
-                k["op"].as_str().unwrap(),
-                k["tile"],
-                k["conv_backend"].as_str().unwrap(),
-                k["allocator"].as_str().unwrap(),
-                k["os"].as_str().unwrap(),
-                k["dtype"].as_str().unwrap()
-            );
+            let s = key_of(k);
             s == key && c["width"] == w
         })
         .unwrap_or_else(|| panic!("no case {key} at {w}"))

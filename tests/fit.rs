@@ -58,16 +58,7 @@ fn the_table_shows_the_json_numbers() {
     let json = json_of(&vramfit().arg("--root").arg(repo()).args(["--format", "json", "fit"]).output().unwrap());
     let table = stdout_of(&vramfit().arg("--root").arg(repo()).arg("fit").output().unwrap());
     for l in json["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
-        let key = format!(
-            "{}/{}/{}/{}/{}/{}/{}",
-            l["vae"].as_str().unwrap(),
-            l["op"].as_str().unwrap(),
-            l["tile"],
-            l["conv_backend"].as_str().unwrap(),
-            l["allocator"].as_str().unwrap(),
-            l["os"].as_str().unwrap(),
-            l["dtype"].as_str().unwrap()
-        );
+        let key = key_of(l);
         let row =
             table.lines().find(|r| r.contains(&format!("│ {key} "))).unwrap_or_else(|| panic!("{key} not in table"));
         let cells: Vec<&str> = row.split('│').map(str::trim).filter(|c| !c.is_empty()).collect();

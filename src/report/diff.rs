@@ -1,4 +1,4 @@
-use super::{grid, markdown_table, Report};
+use super::{before_after, grid, markdown_table, Report};
 use crate::diff::{Case, DiffReport, Priced};
 use crate::pricing::Rule;
 
@@ -46,13 +46,6 @@ fn case_rows(r: &DiffReport) -> Vec<Vec<String>> {
 }
 
 fn line_rows(r: &DiffReport) -> Vec<Vec<String>> {
-    let both = |o: Option<String>, n: Option<String>| match (o, n) {
-        (Some(a), Some(b)) if a == b => a,
-        (Some(a), Some(b)) => format!("{a} → {b}"),
-        (Some(a), None) => format!("{a} → -"),
-        (None, Some(b)) => b,
-        (None, None) => "-".into(),
-    };
     r.lines
         .iter()
         .map(|c| {
@@ -66,8 +59,8 @@ fn line_rows(r: &DiffReport) -> Vec<Vec<String>> {
             vec![
                 c.key.clone(),
                 c.change.as_str().to_string(),
-                both(c.old_slope.clone(), c.new_slope.clone()),
-                both(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
+                before_after(c.old_slope.clone(), c.new_slope.clone()),
+                before_after(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
                 support,
             ]
         })

@@ -1,5 +1,5 @@
 use super::verify::{detail, findings_tables};
-use super::{grid, markdown_table, Report};
+use super::{before_after, grid, markdown_table, Report};
 use crate::verify::Finding;
 
 /// The findings `verify` would report, after the lines.
@@ -98,13 +98,6 @@ impl Report for FitReport {
 const EMIT_HEADERS: &[&str] = &["line", "change", "slope B/px", "base MiB"];
 
 fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
-    let both = |o: Option<String>, n: Option<String>| match (o, n) {
-        (Some(a), Some(b)) if a == b => a,
-        (Some(a), Some(b)) => format!("{a} → {b}"),
-        (Some(a), None) => format!("{a} → -"),
-        (None, Some(b)) => b,
-        (None, None) => "-".into(),
-    };
     r.changes
         .iter()
         .filter(|c| c.change != Change::Unchanged)
@@ -116,8 +109,8 @@ fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
             vec![
                 c.key.clone(),
                 kind,
-                both(c.old_slope.clone(), c.new_slope.clone()),
-                both(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
+                before_after(c.old_slope.clone(), c.new_slope.clone()),
+                before_after(c.old_base_mib.map(|b| b.to_string()), c.new_base_mib.map(|b| b.to_string())),
             ]
         })
         .collect()

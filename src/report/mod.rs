@@ -87,3 +87,14 @@ pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     }
     s
 }
+
+/// A value before and after a change: `a`, `a → b`, `a → -`, `b` or `-`.
+pub fn before_after(old: Option<String>, new: Option<String>) -> String {
+    match (old, new) {
+        (Some(a), Some(b)) if a == b => a,
+        (Some(a), Some(b)) => format!("{a} → {b}"),
+        (Some(a), None) => format!("{a} → -"),
+        (None, Some(b)) => b,
+        (None, None) => "-".into(),
+    }
+}

@@ -145,3 +145,10 @@ impl Rng {
         &items[self.below(items.len())]
     }
 }
+
+/// The `vae/op/tile/backend/allocator/os/dtype` key of a JSON object that
+/// carries the seven key fields.
+pub fn key_of(v: &serde_json::Value) -> String {
+    let s = |k: &str| v[k].as_str().map(str::to_string).unwrap_or_else(|| v[k].to_string());
+    ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"].map(s).join("/")
+}
