@@ -8,7 +8,7 @@ use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
 use crate::workspace::Workspace;
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The input formats `ingest` reads.
@@ -55,38 +55,37 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     // concurrent ingest never reads the store this one is about to replace.
     let _lock = if opts.check { None } else { Some(ws.lock()?) };
     let stored = ws.points(&policy)?;
-    let all: Vec<ParsedRow> = per_file.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
-    let merged = merge(&stored, &all)?;
+    let sizes: Vec<(String, usize)> = per_file.iter().map(|(n, r)| (n.clone(), r.len())).collect();
+    let all: Vec<ParsedRow> = per_file.into_iter().flat_map(|(_, r)| r).collect();
+    // What only `--check` reports: ids the files hold that the store lacks,
+    // and stored ids none of the files produce.
+    let (missing, orphans) = if opts.check {
+        let from_files: BTreeSet<&str> = all.iter().map(|r| r.point.id.as_str()).collect();
+        let stored_ids: BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
+        (
+            from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect(),
+            stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.clone()).collect(),
+        )
+    } else {
+        (vec![], vec![])
+    };
+    let merged = merge(stored, all)?;
+    let notes = unknown_os_notes(merged.added.iter().map(|id| &merged.points[id]), &policy);
 
     let mut files = Vec::new();
     let mut fates = merged.fates.iter();
-    for (name, rows) in &per_file {
-        let mine: Vec<RowFate> = fates.by_ref().take(rows.len()).copied().collect();
-        let added = mine.iter().filter(|f| **f == RowFate::Added).count();
-        files.push(FileSummary { file: name.clone(), rows: rows.len(), added, unchanged: rows.len() - added });
+    for (name, rows) in sizes {
+        let added = fates.by_ref().take(rows).filter(|f| **f == RowFate::Added).count();
+        files.push(FileSummary { file: name, rows, added, unchanged: rows - added });
     }
     let added: usize = files.iter().map(|f| f.added).sum();
     let points: Vec<_> = merged.points.into_values().collect();
-    let mut lines = BTreeMap::new();
+    let mut by_key: BTreeMap<crate::points::LineKey, usize> = BTreeMap::new();
     for p in &points {
-        *lines.entry(policy.line_key(p).to_string()).or_insert(0) += 1;
+        *by_key.entry(policy.line_key(p)).or_insert(0) += 1;
     }
-    let from_files: std::collections::BTreeSet<&str> = all.iter().map(|r| r.point.id.as_str()).collect();
-    let missing: Vec<String> = if opts.check {
-        let stored_ids: std::collections::BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
-        from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect()
-    } else {
-        vec![]
-    };
-    let orphans: Vec<String> = if opts.check {
-        stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.clone()).collect()
-    } else {
-        vec![]
-    };
+    let lines = by_key.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
     let up_to_date = added == 0 && orphans.is_empty();
-    let new_rows: Vec<ParsedRow> =
-        all.iter().zip(&merged.fates).filter(|(_, f)| **f == RowFate::Added).map(|(r, _)| r.clone()).collect();
-    let notes = unknown_os_notes(&new_rows, &policy);
     let path = ws.points_path();
     let written = !opts.check && added > 0;
     if written {
@@ -109,10 +108,9 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
 
 /// Rows with no OS on a platform whose lines keep their OS: they make a
 /// line of their own (`os = any`) that prices every OS as a lower bound.
-fn unknown_os_notes(rows: &[ParsedRow], policy: &policy::Policy) -> Vec<String> {
+fn unknown_os_notes<'a>(added: impl Iterator<Item = &'a crate::points::Point>, policy: &policy::Policy) -> Vec<String> {
     let mut per_key: BTreeMap<String, usize> = BTreeMap::new();
-    for r in rows {
-        let p = &r.point;
+    for p in added {
         if p.key.os == crate::vocab::Os::Any && policy.is_os_specific(p.key.conv_backend, p.key.allocator) {
             *per_key.entry(policy.line_key(p).to_string()).or_insert(0) += 1;
         }

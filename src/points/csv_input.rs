@@ -86,16 +86,16 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
         .map(|s| s.trim().to_string())
         .collect();
     check_header(&headers, file, header_line)?;
+    let index = headers.iter().enumerate().map(|(i, h)| (h.clone(), i)).collect();
+    let header = Header { names: headers, index };
     let mut rows = Vec::new();
     for (line, raw) in lines {
-        let fields = split_fields(line_text(raw, file, line)?, file, line, Some(&headers))?;
-        if fields.len() != headers.len() {
-            bail!("{file}:{line}: row has {} fields, the header has {}", fields.len(), headers.len());
+        let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
+        if values.len() != header.names.len() {
+            bail!("{file}:{line}: row has {} fields, the header has {}", values.len(), header.names.len());
         }
         let origin = RowOrigin { file: file.to_string(), line };
-        let fields: BTreeMap<String, String> =
-            headers.iter().cloned().zip(fields.into_iter().map(|f| f.trim().to_string())).collect();
-        let point = row_to_point(&fields, &origin, registry)?;
+        let point = row_to_point(&CsvRow { header: &header, values }, &origin, registry)?;
         rows.push(ParsedRow { point, origin });
     }
     Ok(rows)
@@ -137,56 +137,65 @@ fn line_text<'a>(bytes: &'a [u8], file: &str, line: u64) -> Result<&'a str> {
 /// quoted (`""` inside is one quote) and must close on the same line: a
 /// field that spans lines is refused rather than silently swallowing the
 /// rows after it. A quote inside an unquoted field is kept as text.
-fn split_fields(text: &str, file: &str, line: u64, headers: Option<&[String]>) -> Result<Vec<String>> {
+fn split_fields<'a>(
+    text: &'a str,
+    file: &str,
+    line: u64,
+    headers: Option<&[String]>,
+) -> Result<Vec<std::borrow::Cow<'a, str>>> {
+    use std::borrow::Cow;
     let column = |i: usize| match headers.and_then(|h| h.get(i)) {
         Some(name) => format!("{name}: "),
         None => format!("column {}: ", i + 1),
     };
-    let mut fields = Vec::new();
-    let mut chars = text.chars().peekable();
+    let bytes = text.as_bytes();
+    let mut fields: Vec<Cow<'a, str>> = Vec::with_capacity(headers.map_or(8, <[String]>::len));
+    let mut at = 0;
     loop {
-        let mut field = String::new();
-        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
-            field.push(chars.next().unwrap_or(' '));
+        let mut start = at;
+        while bytes.get(start).is_some_and(|b| *b == b' ' || *b == b'\t') {
+            start += 1;
         }
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            field.clear();
+        if bytes.get(start) == Some(&b'"') {
+            // A quoted field: up to the quote not followed by another.
+            let mut i = start + 1;
+            let mut doubled = false;
             loop {
-                match chars.next() {
+                match bytes.get(i) {
                     None => bail!(
                         "{file}:{line}: {}a quoted field opens here and does not close on this line \
                          (close the quote; a field cannot span lines)",
                         column(fields.len())
                     ),
-                    Some('"') if chars.peek() == Some(&'"') => {
-                        chars.next();
-                        field.push('"');
+                    Some(b'"') if bytes.get(i + 1) == Some(&b'"') => {
+                        doubled = true;
+                        i += 2;
                     }
-                    Some('"') => break,
-                    Some(c) => field.push(c),
+                    Some(b'"') => break,
+                    Some(_) => i += 1,
                 }
             }
-            while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
-                chars.next();
+            let inner = &text[start + 1..i];
+            fields.push(if doubled { Cow::Owned(inner.replace("\"\"", "\"")) } else { Cow::Borrowed(inner) });
+            let mut j = i + 1;
+            while bytes.get(j).is_some_and(|b| *b == b' ' || *b == b'\t') {
+                j += 1;
             }
-            match chars.peek() {
-                None | Some(',') => {}
+            match bytes.get(j) {
+                None => return Ok(fields),
+                Some(b',') => at = j + 1,
                 Some(_) => bail!(
                     "{file}:{line}: {}text after the closing quote of a quoted field (quote the whole field)",
-                    column(fields.len())
+                    column(fields.len() - 1)
                 ),
             }
         } else {
-            while let Some(c) = chars.peek().copied().filter(|c| *c != ',') {
-                field.push(c);
-                chars.next();
+            let end = bytes[at..].iter().position(|b| *b == b',').map_or(bytes.len(), |p| at + p);
+            fields.push(Cow::Borrowed(&text[at..end]));
+            if end == bytes.len() {
+                return Ok(fields);
             }
-        }
-        fields.push(field);
-        match chars.next() {
-            Some(',') => continue,
-            _ => return Ok(fields),
+            at = end + 1;
         }
     }
 }
@@ -215,12 +224,54 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     Ok(())
 }
 
-/// A row's fields by column name.
+/// A row's fields by column name (what an importer builds).
 pub type Fields = BTreeMap<String, String>;
 
+/// What `row_to_point` reads a row through: a value by column name, and the
+/// columns vramfit does not know (kept as metadata).
+pub trait Row {
+    /// The raw value of a column, when the row has it.
+    fn field(&self, column: &str) -> Option<&str>;
+    /// Every `(column, value)` pair, in column order.
+    fn pairs(&self) -> Vec<(&str, &str)>;
+}
+
+impl Row for Fields {
+    fn field(&self, column: &str) -> Option<&str> {
+        self.get(column).map(String::as_str)
+    }
+
+    fn pairs(&self) -> Vec<(&str, &str)> {
+        self.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+}
+
+/// The header of a CSV, with the position of each column, built once.
+struct Header {
+    names: Vec<String>,
+    index: std::collections::HashMap<String, usize>,
+}
+
+/// One CSV row: its values, borrowed from the line where no quote needed
+/// undoing, looked up through the header.
+struct CsvRow<'a> {
+    header: &'a Header,
+    values: Vec<std::borrow::Cow<'a, str>>,
+}
+
+impl Row for CsvRow<'_> {
+    fn field(&self, column: &str) -> Option<&str> {
+        self.header.index.get(column).and_then(|i| self.values.get(*i)).map(|v| v.as_ref())
+    }
+
+    fn pairs(&self) -> Vec<(&str, &str)> {
+        self.header.names.iter().map(String::as_str).zip(self.values.iter().map(|v| v.as_ref())).collect()
+    }
+}
+
 /// Converts one row into a validated point. Every error names the row and column.
-pub fn row_to_point(f: &Fields, at: &RowOrigin, registry: &Registry) -> Result<Point> {
-    let get = |c: &str| f.get(c).map(|s| s.trim()).filter(|s| !s.is_empty());
+pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry) -> Result<Point> {
+    let get = |c: &str| f.field(c).map(|s| s.trim()).filter(|s| !s.is_empty());
     let fail = |col: &str, what: String| -> anyhow::Error { anyhow::anyhow!("{at}: {col}: {what}") };
     let vocab = |col: &str| -> Result<&str> { get(col).ok_or_else(|| fail(col, "missing value".into())) };
     fn parse_vocab<T: FromStr>(v: &str, col: &str, at: &RowOrigin) -> Result<T>
@@ -304,9 +355,10 @@ pub fn row_to_point(f: &Fields, at: &RowOrigin, registry: &Registry) -> Result<P
             .transpose()
     };
     let metadata = f
-        .iter()
-        .filter(|(k, v)| !KNOWN_COLUMNS.contains(&k.as_str()) && !v.trim().is_empty())
-        .map(|(k, v)| (k.clone(), v.trim().to_string()))
+        .pairs()
+        .into_iter()
+        .filter(|(k, v)| !KNOWN_COLUMNS.contains(k) && !v.trim().is_empty())
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
         .collect();
 
     let mut point = Point {

@@ -19,40 +19,50 @@ pub enum RowFate {
 pub struct Merged {
     pub points: BTreeMap<String, Point>,
     pub fates: Vec<RowFate>,
+    /// Ids of the rows new to the store, in input order.
+    pub added: Vec<String>,
 }
 
-/// Adds `rows` to `stored`. An id that is already stored (or given twice in
-/// the input) with different content is an error naming both places and the
-/// first field that differs.
-pub fn merge(stored: &[Point], rows: &[ParsedRow]) -> Result<Merged> {
-    let mut points: BTreeMap<String, Point> = stored.iter().map(|p| (p.id.clone(), p.clone())).collect();
-    let mut first_seen: BTreeMap<String, String> = BTreeMap::new();
+/// Adds `rows` to `stored`, moving each point (nothing is copied). An id
+/// that is already stored (or given twice in the input) with different
+/// content is an error naming both places and the first field that differs.
+pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
+    let mut points: BTreeMap<String, Point> = stored.into_iter().map(|p| (p.id.clone(), p)).collect();
+    // Where an id was first given in the input: an index into `origins`.
+    let mut first_seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut origins: Vec<super::csv_input::RowOrigin> = Vec::with_capacity(rows.len());
     let mut fates = Vec::with_capacity(rows.len());
-    for row in rows {
-        let p = &row.point;
+    let mut added = Vec::new();
+    for (i, row) in rows.into_iter().enumerate() {
+        let p = row.point;
         match points.get(&p.id) {
-            Some(existing) if existing == p => fates.push(RowFate::Unchanged),
+            Some(existing) if *existing == p => {
+                first_seen.entry(p.id.clone()).or_insert(i);
+                fates.push(RowFate::Unchanged)
+            }
             Some(existing) => {
                 let where_ = first_seen
                     .get(&p.id)
-                    .cloned()
+                    .map(|j| origins[*j].to_string())
                     .unwrap_or_else(|| "the stored point in measurements/vae.json".to_string());
                 bail!(
                     "{}: id: duplicate id '{}' with different content than {where_} ({}); \
                      give the new figure its own id, or fix the one that is wrong",
                     row.origin,
                     p.id,
-                    first_difference(existing, p)
+                    first_difference(existing, &p)
                 );
             }
             None => {
-                points.insert(p.id.clone(), p.clone());
+                first_seen.insert(p.id.clone(), i);
+                added.push(p.id.clone());
+                points.insert(p.id.clone(), p);
                 fates.push(RowFate::Added);
             }
         }
-        first_seen.entry(p.id.clone()).or_insert_with(|| row.origin.to_string());
+        origins.push(row.origin);
     }
-    Ok(Merged { points, fates })
+    Ok(Merged { points, fates, added })
 }
 
 fn first_difference(a: &Point, b: &Point) -> String {
