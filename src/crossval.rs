@@ -109,7 +109,7 @@ fn fold_label(by: HoldOut, p: &Point) -> String {
     }
 }
 
-fn check_line(line: &Line, pts: &[Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
+fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
     let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p)).collect();
     let mut out = LineCheck {
         key: line.key.clone(),

@@ -87,10 +87,12 @@ pub fn points_digest(points: &[PricedPoint]) -> String {
 }
 
 /// Groups the included points by line key.
-pub fn group(points: &[Point], policy: &Policy) -> BTreeMap<LineKey, Vec<Point>> {
-    let mut by_key: BTreeMap<LineKey, Vec<Point>> = BTreeMap::new();
+/// The points are borrowed, never copied: at 10^5 points a copy per
+/// grouping was a tenth of `verify`.
+pub fn group<'a>(points: &'a [Point], policy: &Policy) -> BTreeMap<LineKey, Vec<&'a Point>> {
+    let mut by_key: BTreeMap<LineKey, Vec<&'a Point>> = BTreeMap::new();
     for p in points.iter().filter(|p| !policy.is_excluded(&p.id)) {
-        by_key.entry(policy.line_key(p)).or_default().push(p.clone());
+        by_key.entry(policy.line_key(p)).or_default().push(p);
     }
     for v in by_key.values_mut() {
         v.sort_by(|a, b| a.id.cmp(&b.id));
@@ -108,7 +110,7 @@ pub fn assemble(points: &[Point], policy: &Policy) -> Result<Vec<Line>> {
     groups.into_iter().map(|(key, pts)| line(key, &pts, policy)).collect()
 }
 
-fn line(key: LineKey, pts: &[Point], policy: &Policy) -> Result<Line> {
+fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
     let mut sizes: Vec<u64> = pts.iter().map(|p| p.pixels).collect();
     sizes.sort_unstable();
     sizes.dedup();

@@ -15,16 +15,16 @@ pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>, Vec<Finding>)> {
     let lines = assemble(&inp.points, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
     let bytes = crate::fsio::to_json_bytes(&file)?;
-    let findings = audit(&inp, &file)?;
+    let findings = audit(&inp, lines, &file)?;
     Ok((file, bytes, findings))
 }
 
-/// Runs every `verify` check on a freshly built file, so `fit` and `emit`
-/// say at write time what CI would say after it.
-pub fn audit(inp: &Inputs, file: &CoefficientsFile) -> Result<Vec<Finding>> {
+/// Runs every `verify` check on a freshly built file (from `lines`), so
+/// `fit` and `emit` say at write time what CI would say after it.
+pub fn audit(inp: &Inputs, lines: Vec<crate::lines::Line>, file: &CoefficientsFile) -> Result<Vec<Finding>> {
     let raw = serde_json::to_value(file)?;
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
-    Ok(verify::run(inp, &raw, file, &pricer)?.findings)
+    Ok(verify::run_on(inp, lines, raw.clone(), &raw, file, &pricer)?.findings)
 }
 
 pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {

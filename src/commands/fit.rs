@@ -9,10 +9,11 @@ pub fn run(root: &Path) -> Result<FitReport> {
     let inp = Workspace::new(root).inputs_strict()?;
     let lines = assemble(&inp.points, &inp.policy)?;
     let file = crate::coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
+    let shown = lines.iter().map(crate::lines::Line::report).collect();
     Ok(FitReport {
         margin: crate::exact::exact_decimal(&inp.policy.margin),
         ratio_bound: crate::exact::exact_decimal(&inp.policy.ratio_bound),
-        lines: lines.iter().map(crate::lines::Line::report).collect(),
-        findings: super::emit::audit(&inp, &file)?,
+        lines: shown,
+        findings: super::emit::audit(&inp, lines, &file)?,
     })
 }

@@ -66,6 +66,19 @@ pub fn run(
     pricer: &dyn Pricer,
 ) -> Result<VerifyReport> {
     let (fresh, expected) = expected(inputs)?;
+    run_on(inputs, fresh, expected, raw, shipped, pricer)
+}
+
+/// `run` with the fresh lines and the file `emit` would write already built
+/// (by `emit` itself, which then need not build them twice).
+pub fn run_on(
+    inputs: &Inputs,
+    fresh: Vec<Line>,
+    expected: serde_json::Value,
+    raw: &serde_json::Value,
+    shipped: &CoefficientsFile,
+    pricer: &dyn Pricer,
+) -> Result<VerifyReport> {
     let mut cx = Ctx { inputs, shipped, raw, expected, fresh, pricer, pricings: 0, findings: Vec::new() };
     reproduce::policy_problems(&mut cx);
     reproduce::settings(&mut cx);
