@@ -6,6 +6,7 @@ pub mod invokeai;
 pub mod merge;
 pub mod store;
 pub mod summary;
+mod wire;
 
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use std::fmt;
 
 /// One measured demand of one run configuration (docs/DESIGN.md, "Points").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "wire::PointWire")]
 pub struct Point {
     /// Stable id; derived from the content when the input gave none.
     pub id: String,
