@@ -49,9 +49,20 @@ macro_rules! vocabulary {
         }
 
         impl<'de> Deserialize<'de> for $name {
+            /// Parses the string where it lies: no allocation per value
+            /// (seven per stored point at 10^5 points).
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
+                struct Spelling;
+                impl<'de> serde::de::Visitor<'de> for Spelling {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        write!(f, "a {} spelling", $what)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$name, E> {
+                        s.parse().map_err(E::custom)
+                    }
+                }
+                d.deserialize_str(Spelling)
             }
         }
     };

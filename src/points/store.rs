@@ -44,6 +44,7 @@ pub fn parse_form(text: &str, file: &str, registry: &Registry) -> Result<(Vec<Po
 /// is caught by comparing its line with its re-serialisation).
 fn parse_lines(body: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let mut points: Vec<Point> = Vec::new();
+    let mut written = Vec::with_capacity(1024);
     let mut lines = body.split('\n').enumerate().peekable();
     let mut closed = false;
     while let Some((i, line)) = lines.next() {
@@ -72,7 +73,9 @@ fn parse_lines(body: &str, file: &str, registry: &Registry) -> Result<Vec<Point>
         };
         let p: Point = serde_json::from_str(json).map_err(|e| anyhow!("{file}:{number}: point '{}': {e}", raw_id()))?;
         let at = format!("{file}: point '{}'", p.id);
-        if serde_json::to_string(&p)? != json {
+        written.clear();
+        serde_json::to_writer(&mut written, &p)?;
+        if written != json.as_bytes() {
             let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!("{at}: {e}"))?;
             canonical(&raw, &p, &at)?;
             bail!("{file}:{number}: point '{}': not in the canonical byte form (fields in order, no spaces)", p.id);
