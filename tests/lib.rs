@@ -17,6 +17,7 @@ mod provenance;
 mod public_data;
 mod report;
 mod reserve;
+mod scale;
 mod snapshots;
 mod verify;
 mod writers;
