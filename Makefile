@@ -24,6 +24,7 @@ fit: ingest
 
 bench:
 	cargo bench --bench fit
+	cargo bench --bench phases
 
 ci:
 	bash .ci/run
