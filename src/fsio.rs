@@ -21,13 +21,10 @@ fn folder_of(path: &Path) -> &Path {
 /// Writes `bytes` to `path` through a temporary file in the same folder and
 /// a rename, so a reader (or a crash) never sees half a file. The new file
 /// keeps the permission bits of the one it replaces, and the temporary file
-/// is removed on every failure path. Callers hold a [`RootLock`], so any
-/// temporary file of the same target found here was left by a killed run
-/// and is removed first.
+/// is removed on every failure path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
-    remove_stale_temps(path);
     let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), std::process::id()));
     let keep = fs::metadata(path).ok().map(|m| m.permissions());
     let result = (|| -> Result<()> {
@@ -48,8 +45,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Removes temporary files of `path` left by a run that was killed between
-/// creating and renaming them. Only called under the root lock.
-pub fn remove_stale_temps(path: &Path) {
+/// creating and renaming them. Only [`RootLock::write`] calls it: under the
+/// lock no other writer of the root can be mid-write.
+fn remove_stale_temps(path: &Path) {
     let prefix = tmp_prefix(path);
     let Ok(entries) = fs::read_dir(folder_of(path)) else { return };
     for e in entries.flatten() {
@@ -95,6 +93,13 @@ impl RootLock {
                 }
             }
         }
+    }
+
+    /// Writes a file of the locked root atomically, first removing the
+    /// temporary files a killed writer left beside it.
+    pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        remove_stale_temps(path);
+        write_atomic(path, bytes)
     }
 }
 

@@ -31,16 +31,17 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     // The lock covers reading the points as well as writing the file, so an
     // ingest running beside this emit is either all in or all out of it.
     let ws = Workspace::new(root);
-    let _lock = if check { None } else { Some(ws.lock()?) };
+    let lock = if check { None } else { Some(ws.lock()?) };
     let (file, bytes, findings) = fresh(root)?;
     let path = ws.coefficients_path();
     let old_bytes = std::fs::read(&path).ok();
     // An unreadable or older-format file counts as "no previous lines".
     let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
-    let written = !check && changed && (findings.is_empty() || force);
-    if written {
-        crate::fsio::write_atomic(&path, &bytes)?;
+    // Only a writer holds the lock (`--check` takes none).
+    let written = lock.is_some() && changed && (findings.is_empty() || force);
+    if let (true, Some(lock)) = (written, &lock) {
+        lock.write(&path, &bytes)?;
     }
     Ok(EmitReport {
         file: crate::fsio::shown(&path),

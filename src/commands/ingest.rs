@@ -53,7 +53,7 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let per_file = read_rows(opts, &policy.registry)?;
     // The lock covers the whole read–modify–write of the store, so a
     // concurrent ingest never reads the store this one is about to replace.
-    let _lock = if opts.check { None } else { Some(ws.lock()?) };
+    let lock = if opts.check { None } else { Some(ws.lock()?) };
     let stored = ws.points(&policy)?;
     let sizes: Vec<(String, usize)> = per_file.iter().map(|(n, r)| (n.clone(), r.len())).collect();
     let all: Vec<ParsedRow> = per_file.into_iter().flat_map(|(_, r)| r).collect();
@@ -87,9 +87,10 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let lines = by_key.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
     let up_to_date = added == 0 && orphans.is_empty();
     let path = ws.points_path();
-    let written = !opts.check && added > 0;
-    if written {
-        crate::fsio::write_atomic(&path, &store::to_bytes(&points)?)?;
+    // Only a writer holds the lock (`--check` takes none).
+    let written = lock.is_some() && added > 0;
+    if let (true, Some(lock)) = (written, &lock) {
+        lock.write(&path, &store::to_bytes(&points)?)?;
     }
     Ok(IngestReport {
         store: crate::fsio::shown(&path),
