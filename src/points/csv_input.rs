@@ -7,7 +7,6 @@ use crate::exact::{mib_decimal_to_bytes, DecimalError, MAX_BYTES, MAX_PIXELS};
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Os};
 use anyhow::{bail, Result};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -431,65 +430,11 @@ fn resolve_family(vae: Option<&str>, model: Option<&str>, at: &RowOrigin, regist
 /// A content-derived id (`p-` and 16 hex digits of a SHA-256 over the
 /// canonical point), so a row without an id gets the same id on every run.
 ///
-/// The hashed bytes are frozen: the compact JSON of the point with an empty
-/// id, fields in the order of the first store format (`model` right after
-/// `vae`). A store keeps ids it derived long ago, so the same row must get
-/// the same id from every later vramfit, whatever the `Point` struct's
-/// field order becomes.
+/// The hashed bytes are frozen (`wire::id_bytes`): a store keeps ids it
+/// derived long ago, so the same row must get the same id from every later
+/// vramfit, whatever the `Point` struct's field order becomes.
 pub fn derived_id(p: &Point) -> String {
-    #[derive(Serialize)]
-    struct Frozen<'a> {
-        id: &'a str,
-        vae: &'a str,
-        model: &'a Option<String>,
-        #[serde(flatten)]
-        rest: serde_json::Map<String, serde_json::Value>,
-    }
-    let mut blank = p.clone();
-    blank.id = String::new();
-    let mut rest = match serde_json::to_value(&blank) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
-    for k in ["id", "vae", "model"] {
-        rest.remove(k);
-    }
-    // `rest` is a sorted map: write the remaining fields in the frozen order.
-    let order = [
-        "op",
-        "tile",
-        "conv_backend",
-        "allocator",
-        "os",
-        "dtype",
-        "loaded_dtype",
-        "width",
-        "height",
-        "batch",
-        "pixels",
-        "demand_bytes",
-        "reserved_bytes",
-        "allocated_bytes",
-        "driver_bytes",
-        "source",
-        "device",
-        "torch",
-        "run",
-        "runs",
-        "aggregate",
-        "context",
-        "note",
-        "metadata",
-    ];
-    let mut bytes = serde_json::to_vec(&Frozen { id: "", vae: &p.key.vae, model: &p.model, rest: Default::default() })
-        .unwrap_or_default();
-    bytes.pop(); // the closing brace
-    for k in order {
-        if let Some(v) = rest.get(k) {
-            bytes.extend_from_slice(format!(",{}:{}", serde_json::Value::from(k), v).as_bytes());
-        }
-    }
-    bytes.push(b'}');
+    let bytes = super::wire::id_bytes(p);
     let tag = crate::fsio::sha256_tag(&bytes);
     format!("p-{}", &tag["sha256:".len().."sha256:".len() + 16])
 }

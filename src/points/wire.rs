@@ -1,26 +1,29 @@
-//! How a stored point is read: its fields flat, the key assembled after.
-//! `Point` embeds its `LineKey` with serde's `flatten` when it is written;
-//! reading through `flatten` buffers every field first and was a fifth of
-//! loading 10^5 points. Writing stays with `Point`'s own derive, and the
-//! store compares every line with its re-serialisation, so the two forms
-//! cannot drift apart unnoticed.
+//! A point's fields flat, in the order of the first store format.
+//!
+//! - Reading: `Point` embeds its `LineKey` with serde's `flatten` when it is
+//!   written; reading through `flatten` buffers every field first and was a
+//!   fifth of loading 10^5 points, so a stored point is read flat and its key
+//!   assembled after. The store compares every line with the point's own
+//!   re-serialisation, so the two forms cannot drift apart unnoticed.
+//! - Hashing: a row without an id gets one derived from these bytes (see
+//!   `csv_input::derived_id`); their field order is frozen so old ids stay.
 
 use super::{LineKey, Point};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 pub(super) struct PointWire {
     id: String,
     vae: String,
+    model: Option<String>,
     op: Op,
     tile: u32,
     conv_backend: ConvBackend,
     allocator: Allocator,
     os: Os,
     dtype: Dtype,
-    model: Option<String>,
     loaded_dtype: Option<Dtype>,
     width: u64,
     height: u64,
@@ -68,4 +71,47 @@ impl From<PointWire> for Point {
             metadata: w.metadata,
         }
     }
+}
+
+impl From<&Point> for PointWire {
+    fn from(p: &Point) -> PointWire {
+        let k = p.key.clone();
+        PointWire {
+            id: p.id.clone(),
+            vae: k.vae,
+            model: p.model.clone(),
+            op: k.op,
+            tile: k.tile,
+            conv_backend: k.conv_backend,
+            allocator: k.allocator,
+            os: k.os,
+            dtype: k.dtype,
+            loaded_dtype: p.loaded_dtype,
+            width: p.width,
+            height: p.height,
+            batch: p.batch,
+            pixels: p.pixels,
+            demand_bytes: p.demand_bytes,
+            reserved_bytes: p.reserved_bytes,
+            allocated_bytes: p.allocated_bytes,
+            driver_bytes: p.driver_bytes,
+            source: p.source.clone(),
+            device: p.device.clone(),
+            torch: p.torch.clone(),
+            run: p.run,
+            runs: p.runs,
+            aggregate: p.aggregate.clone(),
+            context: p.context.clone(),
+            note: p.note.clone(),
+            metadata: p.metadata.clone(),
+        }
+    }
+}
+
+/// The frozen bytes a derived id hashes: the compact JSON of the point, with
+/// an empty id, fields in the first store format's order.
+pub(super) fn id_bytes(p: &Point) -> Vec<u8> {
+    let mut w = PointWire::from(p);
+    w.id = String::new();
+    serde_json::to_vec(&w).unwrap_or_default()
 }
