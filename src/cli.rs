@@ -569,13 +569,10 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
         }
         Command::Diff(a) => {
             let sizes = if a.sizes.is_empty() {
-                vec![(512, 512), (768, 768), (1024, 1024), (1536, 1536), (2048, 2048)]
+                crate::diff::DEFAULT_SIZES.to_vec()
             } else {
                 a.sizes.iter().map(|s| crate::units::parse_size(s)).collect::<anyhow::Result<_>>()?
             };
-            if a.batch == 0 {
-                anyhow::bail!("--batch must be at least 1");
-            }
             let fail_over = a
                 .fail_over
                 .as_deref()
@@ -591,11 +588,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             };
             let r = commands::diff::run(&root, &opts)?;
             emit(out, &report::render(&r, format, "diff")?);
-            let grew = |limit: crate::exact::Ratio| {
-                let limit = limit.checked_div(crate::exact::Ratio::int(100)).ok();
-                r.largest_growth().zip(limit).is_some_and(|(g, l)| g.cmp_exact(&l) == Ok(std::cmp::Ordering::Greater))
-            };
-            Ok(if fail_over.is_some_and(grew) { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(if fail_over.is_some_and(|p| r.grows_more_than(p)) { EXIT_FINDINGS } else { EXIT_OK })
         }
         Command::Crossval(a) => {
             let by = match a.by {
@@ -622,11 +615,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let diff_opts = commands::diff::DiffOptions {
                 before: commands::diff::SideSpec::parse(&a.before),
                 after: commands::diff::SideSpec::File(ws.coefficients_path()),
-                grid: crate::diff::Grid {
-                    sizes: vec![(512, 512), (768, 768), (1024, 1024), (1536, 1536), (2048, 2048)],
-                    batch: 1,
-                    keys: vec![],
-                },
+                grid: crate::diff::Grid::default(),
             };
             let bundle = report::bundle::Bundle {
                 fit: commands::fit::run(&root)?,

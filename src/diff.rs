@@ -11,7 +11,7 @@ use crate::coefficients::emit::{diff as line_changes, Change, LineChange};
 use crate::exact::Ratio;
 use crate::points::LineKey;
 use crate::pricing::platform::EnvSnapshot;
-use crate::pricing::{Choice, Coefficients, Pricer, Query, Rule};
+use crate::pricing::{Coefficients, Pricer, Query, Rule};
 use crate::vocab::Os;
 use anyhow::Result;
 use serde::Serialize;
@@ -41,6 +41,9 @@ impl Side<'_> {
         }
     }
 }
+
+/// The sizes a diff asks when none are given: 512² to 2048².
+pub const DEFAULT_SIZES: &[(u64, u64)] = &[(512, 512), (768, 768), (1024, 1024), (1536, 1536), (2048, 2048)];
 
 /// What the grid asks.
 #[derive(Debug, Clone)]
@@ -101,7 +104,19 @@ pub struct DiffReport {
     pub points_removed: Vec<String>,
 }
 
+impl Default for Grid {
+    fn default() -> Grid {
+        Grid { sizes: DEFAULT_SIZES.to_vec(), batch: 1, keys: vec![] }
+    }
+}
+
 impl DiffReport {
+    /// Whether some reservation grows by more than `pct` percent.
+    pub fn grows_more_than(&self, pct: Ratio) -> bool {
+        let limit = pct.checked_div(Ratio::int(100)).ok();
+        self.largest_growth().zip(limit).is_some_and(|(g, l)| g.cmp_exact(&l) == Ok(std::cmp::Ordering::Greater))
+    }
+
     /// The largest growth, exactly, over every case priced on both sides.
     pub fn largest_growth(&self) -> Option<Ratio> {
         self.cases.iter().filter_map(|c| c.change).max_by(|a, b| a.cmp_exact(b).unwrap_or(std::cmp::Ordering::Equal))
@@ -178,6 +193,9 @@ fn percent(change: Ratio) -> String {
 /// Prices every key of both sides, and every measured kind on each default
 /// platform (filtered by `grid.keys`), at every grid size.
 pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<DiffReport> {
+    if grid.batch == 0 {
+        anyhow::bail!("--batch must be at least 1");
+    }
     let mut keys: BTreeSet<LineKey> = BTreeSet::new();
     for side in [before.1, after.1] {
         if let Some(c) = side.file() {
@@ -189,11 +207,7 @@ pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<
     let mut cases = Vec::new();
     for key in &keys {
         for &(w, h) in &grid.sizes {
-            let q = Query {
-                allocator: Choice::Given(key.allocator),
-                os: Choice::Given(if key.os == Os::Any { Os::Any } else { key.os }),
-                ..Query::at_key(key, w, h, grid.batch)
-            };
+            let q = Query::at_key(key, w, h, grid.batch);
             let (b, a) = (priced(before.1, &q), priced(after.1, &q));
             let change = match (b.bytes, a.bytes) {
                 (Some(x), Some(y)) if x > 0 => Ratio::new(i128::from(y) - i128::from(x), i128::from(x)).ok(),

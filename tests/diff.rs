@@ -121,6 +121,9 @@ fn git_revisions_in_a_repository_and_a_clear_error_outside_one() {
     let out = vramfit().arg("--root").arg(r).args(["diff", "git:no-such-rev"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("git:no-such-rev"), "{}", stderr_of(&out));
+    // A batch of zero is a usage error.
+    let out = vramfit().arg("--root").arg(r).args(["diff", "--batch", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
     // Two legacy sides cannot be priced.
     let out = vramfit().arg("--root").arg(r).args(["diff", "legacy", "legacy"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
