@@ -39,10 +39,10 @@ pub struct LinePlot {
     pub formula: String,
     pub slope_centi: u64,
     pub base_mib: u64,
-    /// The unrounded envelope `(slope B/px, base B)`, exact, as `num/den`.
-    pub envelope: Option<(String, String)>,
+    /// The unrounded envelope `(slope B/px, base B)`, exact.
+    pub envelope: Option<(Ratio, Ratio)>,
     /// The ratio bound (the band is `line / bound … line`).
-    pub ratio_bound: String,
+    pub ratio_bound: Ratio,
     /// The measured size range, pixels.
     pub size_range: Option<[u64; 2]>,
     /// The largest size drawn, pixels.
@@ -53,10 +53,6 @@ pub struct LinePlot {
     pub points: Vec<PlotPoint>,
     /// The file name of the plot (`sd-decode-0-cudnn-native-any-fp16.svg`).
     pub file: String,
-    #[serde(skip)]
-    pub envelope_exact: Option<(Ratio, Ratio)>,
-    #[serde(skip)]
-    pub bound: Ratio,
 }
 
 impl LinePlot {
@@ -100,15 +96,13 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
             formula: format!("{slope} B/px · x + {} MiB", r.base_mib),
             slope_centi: r.slope_centi,
             base_mib: r.base_mib,
-            envelope: line.envelope.as_ref().map(|e| (e.slope.to_fraction_string(), e.base.to_fraction_string())),
-            ratio_bound: crate::exact::exact_decimal(&policy.ratio_bound),
+            envelope: line.envelope.as_ref().map(|e| (e.slope, e.base)),
+            ratio_bound: policy.ratio_bound,
             size_range: line.size_range.map(|(a, b)| [a, b]),
             x_max,
             legacy,
             points: pts,
             file: format!("{}.svg", line.key.to_string().replace('/', "-")),
-            envelope_exact: line.envelope.as_ref().map(|e| (e.slope, e.base)),
-            bound: policy.ratio_bound,
         });
     }
     Ok(out)

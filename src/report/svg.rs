@@ -93,12 +93,15 @@ pub fn line_svg(p: &LinePlot) -> anyhow::Result<(String, Frame)> {
         let err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e:?}");
         let line = |x: u64| mib_f(p.line_at(x));
         // The ratio-bound band: between line / bound and the line.
-        let bound = p.ratio_bound.parse::<f64>().unwrap_or(1.3);
+        let bound = p.ratio_bound.num() as f64 / p.ratio_bound.den() as f64;
         let band = vec![(0.0, line(0) / bound), (x_max, line(p.x_max) / bound), (x_max, line(p.x_max)), (0.0, line(0))];
         chart
             .draw_series(std::iter::once(Polygon::new(band, RGBColor(255, 214, 170).mix(0.35))))
             .map_err(err)?
-            .label(format!("ratio-bound band (a point below it is over-reserved > {}×)", p.ratio_bound))
+            .label(format!(
+                "ratio-bound band (a point below it is over-reserved > {}×)",
+                crate::exact::exact_decimal(&p.ratio_bound)
+            ))
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], RGBColor(255, 214, 170).filled()));
         // The legacy estimate.
         if let Some([l0, l1]) = p.legacy {
@@ -114,7 +117,7 @@ pub fn line_svg(p: &LinePlot) -> anyhow::Result<(String, Frame)> {
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], ORANGE_700.stroke_width(2)));
         }
         // The unrounded envelope.
-        if let Some((a, b)) = p.envelope_exact {
+        if let Some((a, b)) = p.envelope {
             let at = |x: u64| {
                 let v = a.checked_mul(crate::exact::Ratio::int(i128::from(x))).and_then(|v| v.checked_add(b));
                 v.map(|v| v.num() as f64 / v.den() as f64 / crate::exact::MIB as f64).unwrap_or(0.0)
