@@ -224,17 +224,16 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
 }
 
 /// `Some(message)` when a file is valid JSON of another format or version.
-pub fn version_mismatch(text: &str, file: &str) -> Result<Option<String>> {
-    let head: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
-    let format = head.get("format").and_then(|v| v.as_str()).unwrap_or("");
-    let version = head.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if format != FORMAT || version != u64::from(VERSION) {
-        return Ok(Some(format!(
-            "{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION}"
-        )));
-    }
-    Ok(None)
+pub fn version_mismatch(raw: &serde_json::Value, file: &str) -> Option<String> {
+    let format = raw.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    (format != FORMAT || version != u64::from(VERSION))
+        .then(|| format!("{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION}"))
+}
+
+/// The file's text as JSON, read once; an error names the line.
+pub fn read_json(text: &str, file: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))
 }
 
 /// Parses a shipped file strictly: the right format and version, every
@@ -243,13 +242,18 @@ pub fn version_mismatch(text: &str, file: &str) -> Result<Option<String>> {
 /// values a pricer can use. `reserve`, `plan` and `verify` all load through
 /// here, so no command prices from a file another one would refuse.
 pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
-    if let Some(m) = version_mismatch(text, file)? {
+    parse_read(text, &read_json(text, file)?, file)
+}
+
+/// [`parse`] for a caller that has already read the text as JSON (`raw`).
+pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<CoefficientsFile> {
+    if let Some(m) = version_mismatch(raw, file) {
         bail!("{m} (re-run `vramfit emit` with this version)");
     }
+    // From the text, not from `raw`, so a type error names its line.
     let typed: CoefficientsFile = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
-    let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
     let canonical = serde_json::to_value(&typed)?;
-    if let Some(d) = fields::first_difference(&canonical, &raw) {
+    if let Some(d) = fields::first_difference(&canonical, raw) {
         let what = match (&d.expected, &d.found) {
             _ if d.path.ends_with(']') => "a line key not in canonical form (the seven key fields as `emit` \
                                            writes them, each line once)"

@@ -21,12 +21,12 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
     let path = ws.coefficients_path();
     let shown = crate::fsio::shown(&path);
     let text = crate::fsio::read_text(&path)?;
-    if let Some(m) = coefficients::version_mismatch(&text, &shown)? {
+    let raw = coefficients::read_json(&text, &shown)?;
+    if let Some(m) = coefficients::version_mismatch(&raw, &shown) {
         return Ok(verify::version_only(&inp, m));
     }
-    let raw: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}:{}: {e}", e.line()))?;
-    let loaded = coefficients::parse(&text, &shown).and_then(|f| Ok((f.clone(), Coefficients::new(f, shown.clone())?)));
+    let loaded = coefficients::parse_read(&text, &raw, &shown)
+        .and_then(|f| Ok((f.clone(), Coefficients::new(f, shown.clone())?)));
     match loaded {
         Ok((shipped, coefficients)) => verify::run(&inp, &raw, &shipped, make(coefficients).as_ref()),
         Err(e) => verify::unloadable(&inp, &raw, &e),
