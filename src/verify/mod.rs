@@ -80,10 +80,11 @@ pub fn run_on(
     pricer: &dyn Pricer,
 ) -> Result<VerifyReport> {
     let mut cx = Ctx { inputs, shipped, raw, expected, fresh, pricer, pricings: 0, findings: Vec::new() };
-    reproduce::policy_problems(&mut cx);
+    cx.findings.extend(reproduce::policy_problems(inputs));
     reproduce::settings(&mut cx);
     reproduce::lines(&mut cx);
-    reproduce::whole_file(&mut cx, false);
+    let moved = reproduce::moved_lines(&cx.findings);
+    cx.findings.extend(reproduce::whole_file(&cx.expected, cx.raw, Some(&moved)));
     certificate::check(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
@@ -96,33 +97,17 @@ pub fn run_on(
 /// unknown or missing field, an unusable value): every field that differs
 /// from a fresh `emit`, and the loader's own message. Nothing is priced.
 pub fn unloadable(inputs: &Inputs, raw: &serde_json::Value, error: &anyhow::Error) -> Result<VerifyReport> {
-    let (fresh, expected) = expected(inputs)?;
-    let empty = crate::coefficients::build(&[], &inputs.policy, &[], &[]);
-    let pricer = NoPricer;
-    let mut cx =
-        Ctx { inputs, shipped: &empty, raw, expected, fresh, pricer: &pricer, pricings: 0, findings: Vec::new() };
-    reproduce::policy_problems(&mut cx);
-    reproduce::whole_file(&mut cx, true);
-    cx.findings.push(Finding::new(
+    let (_, expected) = expected(inputs)?;
+    let mut findings = reproduce::policy_problems(inputs);
+    findings.extend(reproduce::whole_file(&expected, raw, None));
+    findings.push(Finding::new(
         Code::Schema,
         SHIPPED_FILE,
         format!("{error:#}"),
         "reserve and plan refuse this file: restore it, or run `vramfit emit`",
     ));
     let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
-    Ok(finish(cx.findings, 0, 0, inputs, included, 0))
-}
-
-struct NoPricer;
-
-impl Pricer for NoPricer {
-    fn price(
-        &self,
-        _: &crate::pricing::Query,
-        _: &crate::pricing::platform::EnvSnapshot,
-    ) -> Result<crate::pricing::Price> {
-        anyhow::bail!("the shipped file does not load")
-    }
+    Ok(finish(findings, 0, 0, inputs, included, 0))
 }
 
 fn finish(

@@ -5,16 +5,18 @@ use super::{Code, Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
 use crate::coefficients::fields;
 use crate::exact::exact_decimal;
 use crate::lines::LineKind;
+use crate::workspace::Inputs;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub(super) fn policy_problems(cx: &mut Ctx) {
-    for p in &cx.inputs.problems {
+pub(super) fn policy_problems(inputs: &Inputs) -> Vec<Finding> {
+    let finding = |p: &crate::policy::Problem| {
         let hint = match p.code {
             Code::UnknownKey => "fix the key's spelling or remove it",
             _ => "fix the id (see `vramfit points --id …`) or remove the entry",
         };
-        cx.findings.push(Finding::new(p.code, POLICY_FILE, p.message.clone(), hint).points(p.ids.clone()));
-    }
+        Finding::new(p.code, POLICY_FILE, p.message.clone(), hint).points(p.ids.clone())
+    };
+    inputs.problems.iter().map(finding).collect()
 }
 
 pub(super) fn settings(cx: &mut Ctx) {
@@ -221,14 +223,27 @@ fn covered_elsewhere(path: &str) -> bool {
 /// This is what makes a green `verify` cover every value `reserve` and
 /// `plan` read: the legacy table, the registry, the allocator defaults, the
 /// tiles, the size ranges, the texts — not only slopes and bases.
-pub(super) fn whole_file(cx: &mut Ctx, all_paths: bool) {
-    // A line whose points changed differs in every field derived from them;
-    // its `points-changed` finding already fails verify and says to re-emit.
-    let moved: BTreeSet<String> =
-        cx.findings.iter().filter(|f| f.code == Code::PointsChanged).filter_map(|f| f.line.clone()).collect();
-    for d in fields::differences(&cx.expected, cx.raw) {
+/// The lines with a `points-changed` finding: they differ in every field
+/// derived from their points, and that finding already fails verify and
+/// says to re-emit, so `whole_file` does not list those fields again.
+pub(super) fn moved_lines(findings: &[Finding]) -> BTreeSet<String> {
+    findings.iter().filter(|f| f.code == Code::PointsChanged).filter_map(|f| f.line.clone()).collect()
+}
+
+/// `skip`: the lines whose fields are not listed, and with it the paths a
+/// dedicated check reports; None lists every difference (a file that does
+/// not load gets no other check).
+pub(super) fn whole_file(
+    expected: &serde_json::Value,
+    raw: &serde_json::Value,
+    skip: Option<&BTreeSet<String>>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for d in fields::differences(expected, raw) {
         let line = line_of(&d.path);
-        if !all_paths && (covered_elsewhere(&d.path) || line.as_ref().is_some_and(|l| moved.contains(l))) {
+        let skipped =
+            skip.is_some_and(|moved| covered_elsewhere(&d.path) || line.as_ref().is_some_and(|l| moved.contains(l)));
+        if skipped {
             continue;
         }
         let (code, message, hint) = if d.is_unknown() {
@@ -245,14 +260,15 @@ pub(super) fn whole_file(cx: &mut Ctx, all_paths: bool) {
                  the diff",
             )
         };
-        let mut f =
-            Finding::new(code, SHIPPED_FILE, message, hint).values(fields::show(&d.expected), fields::show(&d.found));
-        f.path = Some(d.path.clone());
+        let mut f = Finding::new(code, SHIPPED_FILE, message, hint)
+            .values(fields::show(&d.expected), fields::show(&d.found))
+            .at_path(d.path);
         if let Some(l) = line {
             f = f.line(l);
         }
-        cx.findings.push(f);
+        out.push(f);
     }
+    out
 }
 
 /// The line key a path inside `lines[…]` or `insufficient[…]` names.
