@@ -208,14 +208,19 @@ impl Plan {
 
     /// Why the plan rests on estimates (what `--strict` refuses), each once.
     pub fn estimates(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for e in self.steps.iter().flat_map(|s| s.estimates.iter()) {
-            if !out.contains(e) {
-                out.push(e.clone());
-            }
-        }
-        out
+        each_once(self.steps.iter().flat_map(|s| s.estimates.iter()))
     }
+}
+
+/// Messages in their first order, each once.
+fn each_once<'a>(messages: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in messages {
+        if !out.contains(m) {
+            out.push(m.clone());
+        }
+    }
+    out
 }
 
 /// Every group of `g` over `n` items: `[i·g, min((i+1)·g, n))`. The same
@@ -342,11 +347,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
 }
 
 fn with_steps(mut p: Plan, steps: Vec<PricedStep>) -> Plan {
-    for w in steps.iter().flat_map(|s| s.warnings.iter()) {
-        if !p.warnings.contains(w) {
-            p.warnings.push(w.clone());
-        }
-    }
+    p.warnings = each_once(steps.iter().flat_map(|s| s.warnings.iter()));
     p.steps = steps;
     p
 }
