@@ -42,5 +42,5 @@ fn fit_one_line(bencher: divan::Bencher, n: usize) {
 #[divan::bench(sample_count = 20)]
 fn emit_shipped_data(bencher: divan::Bencher) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    bencher.bench(|| vramfit::commands::emit::fresh(divan::black_box(&root)).unwrap().1.len());
+    bencher.bench(|| vramfit::commands::emit::fresh(divan::black_box(&root)).unwrap().bytes.len());
 }

@@ -2,29 +2,37 @@
 
 use crate::coefficients::emit::{diff, EmitReport};
 use crate::coefficients::{self, CoefficientsFile};
-use crate::lines::assemble;
+use crate::lines::{assemble, FitLine, Line};
 use crate::pricing::Coefficients;
 use crate::verify::{self, Finding};
-use crate::workspace::{Inputs, Workspace};
+use crate::workspace::Workspace;
 use anyhow::Result;
 use std::path::Path;
 
-/// The fresh file, its bytes, and what `verify` would find in it.
-pub fn fresh(root: &Path) -> Result<(CoefficientsFile, Vec<u8>, Vec<Finding>)> {
+/// What `fit` shows and `emit` writes, built once from the inputs.
+pub struct Fresh {
+    /// Every line as `fit` shows it.
+    pub lines: Vec<FitLine>,
+    /// The file `emit` writes.
+    pub file: CoefficientsFile,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// What `verify` would report on it, so `fit` and `emit` say at write
+    /// time what CI would say after.
+    pub findings: Vec<Finding>,
+}
+
+/// Fits the lines, builds the file and runs every `verify` check on it.
+pub fn fresh(root: &Path) -> Result<Fresh> {
     let inp = Workspace::new(root).inputs_strict()?;
     let lines = assemble(&inp.points, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
     let bytes = crate::fsio::to_json_bytes(&file)?;
-    let findings = audit(&inp, lines, &file)?;
-    Ok((file, bytes, findings))
-}
-
-/// Runs every `verify` check on a freshly built file (from `lines`), so
-/// `fit` and `emit` say at write time what CI would say after it.
-pub fn audit(inp: &Inputs, lines: Vec<crate::lines::Line>, file: &CoefficientsFile) -> Result<Vec<Finding>> {
-    let raw = serde_json::to_value(file)?;
+    let shown = lines.iter().map(Line::report).collect();
+    let raw = serde_json::to_value(&file)?;
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
-    Ok(verify::run_on(inp, lines, raw.clone(), &raw, file, &pricer)?.findings)
+    let findings = verify::run_on(&inp, lines, raw.clone(), &raw, &file, &pricer)?.findings;
+    Ok(Fresh { lines: shown, file, bytes, findings })
 }
 
 pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
@@ -32,7 +40,7 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     // ingest running beside this emit is either all in or all out of it.
     let ws = Workspace::new(root);
     let lock = if check { None } else { Some(ws.lock()?) };
-    let (file, bytes, findings) = fresh(root)?;
+    let Fresh { file, bytes, findings, .. } = fresh(root)?;
     let path = ws.coefficients_path();
     let old_bytes = std::fs::read(&path).ok();
     // An unreadable or older-format file counts as "no previous lines".
