@@ -41,7 +41,7 @@ fn root(n: usize) -> PathBuf {
     let registry = Workspace::new(&dir).policy().unwrap().registry;
     let rows = csv_input::parse_csv(csv(n).as_bytes(), "bench.csv", &registry).unwrap();
     let points: Vec<_> = rows.into_iter().map(|r| r.point).collect();
-    std::fs::write(dir.join("measurements/vae.json"), store::to_bytes(&points).unwrap()).unwrap();
+    std::fs::write(dir.join("measurements/vae.json"), store::to_bytes(&points)).unwrap();
     vramfit::commands::emit::run(&dir, false, true).unwrap();
     dir
 }
@@ -66,7 +66,7 @@ fn merge_into_empty(bencher: divan::Bencher) {
 fn write_store(bencher: divan::Bencher) {
     let ws = Workspace::new(&root(N));
     let points = ws.points(&ws.policy().unwrap()).unwrap();
-    bencher.bench(|| store::to_bytes(divan::black_box(&points)).unwrap().len());
+    bencher.bench(|| store::to_bytes(divan::black_box(&points)).len());
 }
 
 #[divan::bench(sample_count = 10, args = [100_000, 1_000_000])]

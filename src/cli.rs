@@ -468,7 +468,7 @@ fn query_options(
 ) -> anyhow::Result<reserve::QueryOptions> {
     let (width, height) = crate::units::parse_size(size)?;
     let query = Query {
-        vae: model.to_string(),
+        vae: model.into(),
         op,
         tile: a.tile,
         width,

@@ -105,7 +105,7 @@ fn floor4(r: Ratio) -> String {
 fn fold_label(by: HoldOut, p: &Point) -> String {
     match by {
         HoldOut::Size => format!("{} px", p.pixels),
-        HoldOut::Source => p.source.clone(),
+        HoldOut::Source => p.source.to_string(),
     }
 }
 
@@ -139,7 +139,7 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Resu
             let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels).map_err(|e| anyhow!("{e}"))?;
             let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
             out.points.push(HeldOut {
-                id: p.id.clone(),
+                id: p.id.to_string(),
                 pixels: p.pixels,
                 demand_bytes: p.demand_bytes,
                 reserve_bytes: reserve,

@@ -99,9 +99,9 @@ pub struct DiffReport {
     /// Lines added, removed or changed (slope, base, kind, support); unchanged lines left out.
     pub lines: Vec<LineChange>,
     /// Point ids behind the after side's lines but not the before side's.
-    pub points_added: Vec<String>,
+    pub points_added: Vec<crate::text::Text>,
     /// Point ids behind the before side's lines but not the after side's.
-    pub points_removed: Vec<String>,
+    pub points_removed: Vec<crate::text::Text>,
 }
 
 impl Default for Grid {
@@ -161,7 +161,7 @@ fn platform_keys(c: &Coefficients) -> Vec<LineKey> {
     out
 }
 
-fn point_ids(c: &Coefficients) -> BTreeSet<String> {
+fn point_ids(c: &Coefficients) -> BTreeSet<crate::text::Text> {
     let lines = c.file.lines.iter().flat_map(|l| l.point_ids.iter().cloned());
     lines.chain(c.file.insufficient.iter().flat_map(|l| l.point_ids.iter().cloned())).collect()
 }

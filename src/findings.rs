@@ -143,8 +143,11 @@ impl Finding {
         self
     }
 
-    pub fn points(mut self, ids: Vec<String>) -> Finding {
-        self.points = ids;
+    pub fn points<I: IntoIterator>(mut self, ids: I) -> Finding
+    where
+        I::Item: ToString,
+    {
+        self.points = ids.into_iter().map(|i| i.to_string()).collect();
         self
     }
 

@@ -23,13 +23,23 @@ fn folder_of(path: &Path) -> &Path {
 /// keeps the permission bits of the one it replaces, and the temporary file
 /// is removed on every failure path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, &mut |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] for content made while it is written (a store of 10^6
+/// points is never held whole in memory): `fill` writes into a buffered
+/// temporary file.
+pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
     let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), std::process::id()));
     let keep = fs::metadata(path).ok().map(|m| m.permissions());
     let result = (|| -> Result<()> {
-        let mut f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        let f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        fill(&mut w).and_then(|()| w.flush()).with_context(|| format!("cannot write {}", tmp.display()))?;
+        let f =
+            w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("cannot write {}", tmp.display()))?;
         f.sync_all().with_context(|| format!("cannot sync {}", tmp.display()))?;
         drop(f);
         if let Some(perms) = keep {
@@ -101,6 +111,12 @@ impl RootLock {
         remove_stale_temps(path);
         write_atomic(path, bytes)
     }
+
+    /// [`RootLock::write`] for content written as it is made.
+    pub fn write_with(&self, path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+        remove_stale_temps(path);
+        write_atomic_with(path, fill)
+    }
 }
 
 /// The root folder itself on Unix (nothing new appears in the tree); a
@@ -123,6 +139,21 @@ fn lock_target(root: &Path) -> Result<fs::File> {
 /// `sha256:<hex>` of some bytes: the digest form used in shipped files.
 pub fn sha256_tag(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// A digest fed in pieces: the same tag as [`sha256_tag`] of the pieces
+/// joined, without ever joining them.
+#[derive(Default)]
+pub struct DigestWriter(Sha256);
+
+impl DigestWriter {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> String {
+        format!("sha256:{}", hex(&self.0.finalize()))
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {

@@ -4,7 +4,7 @@
 //! Data flows one way (`docs/DESIGN.md`, "The house"), floor by floor, and no
 //! module uses one on its own floor or above (`tests/architecture.rs` checks
 //! it): the ground ([`exact`], [`vocab`], [`registry`], [`findings`],
-//! [`fsio`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
+//! [`fsio`], [`text`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
 //! [`coefficients`] (the shipped file) → [`pricing`] → [`verify`], [`plan`]
 //! → [`commands`], [`report`] → [`cli`].
@@ -26,6 +26,7 @@ pub mod policy;
 pub mod pricing;
 pub mod registry;
 pub mod report;
+pub mod text;
 pub mod units;
 pub mod verify;
 pub mod vocab;

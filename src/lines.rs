@@ -10,6 +10,7 @@ use crate::findings::Finding;
 use crate::fit::{self, Envelope, FitPoint, Rounded};
 use crate::points::{LineKey, Point};
 use crate::policy::Policy;
+use crate::text::Text;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,7 +38,7 @@ impl LineKind {
 /// One included point of a line, as priced by that line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PricedPoint {
-    pub id: String,
+    pub id: Text,
     pub pixels: u64,
     pub demand: u64,
     /// The line's price at the point's size (None for an insufficient line).
@@ -70,20 +71,24 @@ pub struct Line {
     /// Largest `reserve / demand` over the points.
     pub max_ratio: Option<Ratio>,
     /// Points above the ratio bound that are not listed exceptions.
-    pub over_bound: Vec<String>,
+    pub over_bound: Vec<Text>,
     /// Listed exceptions among this line's points.
-    pub exceptions: Vec<String>,
+    pub exceptions: Vec<Text>,
     /// Why the line is carried or insufficient.
     pub reason: Option<String>,
 }
 
 /// Digest of a line's points: SHA-256 over `id\tpixels\tdemand\n`, sorted by id.
 pub fn points_digest(points: &[PricedPoint]) -> String {
-    let mut text = String::new();
+    use std::io::Write as _;
+    let mut digest = crate::fsio::DigestWriter::default();
+    let mut row = Vec::with_capacity(64);
     for p in points {
-        text.push_str(&format!("{}\t{}\t{}\n", p.id, p.pixels, p.demand));
+        row.clear();
+        let _ = writeln!(row, "{}\t{}\t{}", p.id, p.pixels, p.demand);
+        digest.update(&row);
     }
-    crate::fsio::sha256_tag(text.as_bytes())
+    digest.finish()
 }
 
 /// Groups the included points by line key.
@@ -141,15 +146,27 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
             Ok(PricedPoint { id: p.id.clone(), pixels: p.pixels, demand: p.demand_bytes, reserve })
         })
         .collect::<Result<_>>()?;
-    let max_ratio =
-        priced.iter().filter_map(PricedPoint::ratio).max_by(|a, b| a.cmp_exact(b).unwrap_or(std::cmp::Ordering::Equal));
-    let over_bound = priced
-        .iter()
-        .filter(|p| !policy.is_exception(&p.id))
-        .filter(|p| p.ratio().is_some_and(|r| r.cmp_exact(&policy.ratio_bound) == Ok(std::cmp::Ordering::Greater)))
-        .map(|p| p.id.clone())
-        .collect();
-    let exceptions = priced.iter().filter(|p| policy.is_exception(&p.id)).map(|p| p.id.clone()).collect();
+    // Ratios are compared as fractions (cross-multiplied in u128), and only
+    // the largest is reduced: no gcd per point.
+    let mut max: Option<(u64, u64)> = None;
+    let (mut over_bound, mut exceptions) = (Vec::new(), Vec::new());
+    for p in &priced {
+        let Some(r) = p.reserve else { continue };
+        if max.is_none_or(|(mr, md)| u128::from(r) * u128::from(md) > u128::from(mr) * u128::from(p.demand)) {
+            max = Some((r, p.demand));
+        }
+    }
+    for p in &priced {
+        if policy.is_exception(&p.id) {
+            exceptions.push(p.id.clone());
+        } else if p
+            .reserve
+            .is_some_and(|r| policy.ratio_bound.cmp_fraction(r, p.demand) == Ok(std::cmp::Ordering::Less))
+        {
+            over_bound.push(p.id.clone());
+        }
+    }
+    let max_ratio = max.and_then(|(r, d)| Ratio::new(i128::from(r), i128::from(d)).ok());
     Ok(Line {
         key,
         kind,
@@ -184,7 +201,7 @@ pub struct FitLine {
     /// MiB (null when insufficient).
     pub base_mib: Option<u64>,
     /// Ids of the included points.
-    pub points: Vec<String>,
+    pub points: Vec<Text>,
     /// Distinct sizes among them.
     pub distinct_sizes: usize,
     /// Ids of the support points.
@@ -192,7 +209,7 @@ pub struct FitLine {
     /// Largest reserve / demand over the points, four decimals rounded up.
     pub max_ratio: Option<String>,
     /// Points above the ratio bound that are not listed exceptions.
-    pub over_bound: Vec<String>,
+    pub over_bound: Vec<Text>,
     /// Why a line is carried or insufficient.
     pub reason: Option<String>,
 }

@@ -72,13 +72,13 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
             .iter()
             .filter(|p| policy.line_key(p) == line.key)
             .map(|p| PlotPoint {
-                id: p.id.clone(),
+                id: p.id.to_string(),
                 pixels: p.pixels,
                 demand_bytes: p.demand_bytes,
-                source: p.source.clone(),
-                aggregate: p.aggregate.clone(),
-                support: support.contains(&p.id),
-                excluded: policy.excludes.iter().find(|e| e.id == p.id).map(|e| e.reason.clone()),
+                source: p.source.to_string(),
+                aggregate: p.aggregate.map(|a| a.as_str().to_string()),
+                support: support.iter().any(|s| *s == p.id),
+                excluded: policy.excludes.iter().find(|e| p.id == e.id).map(|e| e.reason.clone()),
             })
             .collect();
         pts.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));

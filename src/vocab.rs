@@ -128,6 +128,16 @@ vocabulary!(
     }
 );
 
+vocabulary!(
+    /// How a point's figure was aggregated over its runs.
+    Aggregate, "aggregate", { Single => "single", Mean => "mean", Max => "max" }
+);
+
+vocabulary!(
+    /// Whether the VAE ran alone (`isolated`) or inside a whole generation.
+    Context, "context", { Isolated => "isolated", Generation => "generation" }
+);
+
 impl Dtype {
     /// Bytes per element of the weights.
     pub fn elem_bytes(&self) -> u64 {

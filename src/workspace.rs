@@ -8,7 +8,7 @@
 use crate::fsio::{self, RootLock};
 use crate::points::{store, Point};
 use crate::policy::{self, Policy, Problem};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// A root holding `measurements/` and `fits/`.
@@ -17,13 +17,14 @@ pub struct Workspace {
     root: PathBuf,
 }
 
-/// The points, the policy, their bytes (for digests) and the policy's problems.
+/// The points, the policy, their digests and the policy's problems.
 pub struct Inputs {
     pub points: Vec<Point>,
-    /// The canonical bytes of the points (sorted by id), for digests.
-    pub points_bytes: Vec<u8>,
+    /// `sha256:…` of the points' canonical bytes (sorted by id).
+    pub points_digest: String,
     pub policy: Policy,
-    pub policy_bytes: Vec<u8>,
+    /// `sha256:…` of the policy file as read.
+    pub policy_digest: String,
     /// Unknown keys and ids that name no point.
     pub problems: Vec<Problem>,
 }
@@ -80,7 +81,14 @@ impl Workspace {
         if !path.exists() {
             return Ok(Vec::new());
         }
-        store::parse(&fsio::read_text(&path)?, &fsio::shown(&path), &policy.registry)
+        Ok(self.read_store(&policy.registry)?.points)
+    }
+
+    /// The store, streamed from disk and hashed on the way.
+    fn read_store(&self, registry: &crate::registry::Registry) -> Result<store::Loaded> {
+        let path = self.points_path();
+        let file = std::fs::File::open(&path).with_context(|| format!("{}: cannot read file", path.display()))?;
+        store::read(std::io::BufReader::with_capacity(1 << 20, file), &fsio::shown(&path), registry)
     }
 
     /// The points and the policy, with the policy's problems collected
@@ -88,13 +96,13 @@ impl Workspace {
     pub fn inputs(&self) -> Result<Inputs> {
         let (policy, mut problems, policy_text) = self.policy_with_problems()?;
         let path = self.points_path();
-        let text = fsio::read_text(&path)
-            .map_err(|e| anyhow!("{e:#}; run `vramfit ingest` first to create {}", fsio::shown(&path)))?;
-        let (points, canonical) = store::parse_form(&text, &fsio::shown(&path), &policy.registry)?;
+        if !path.exists() {
+            bail!("{}: cannot read file; run `vramfit ingest` first to create it", fsio::shown(&path));
+        }
+        let store::Loaded { points, digest } = self.read_store(&policy.registry)?;
         problems.extend(policy.unknown_ids(&points));
-        // A canonical store is hashed as it is; an older one as it will be written.
-        let points_bytes = if canonical { text.into_bytes() } else { store::to_bytes(&points)? };
-        Ok(Inputs { points, points_bytes, policy, policy_bytes: policy_text.into_bytes(), problems })
+        let policy_digest = fsio::sha256_tag(policy_text.as_bytes());
+        Ok(Inputs { points, points_digest: digest, policy, policy_digest, problems })
     }
 
     /// The inputs, refusing any policy problem (`fit` and `emit`).

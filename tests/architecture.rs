@@ -14,6 +14,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("registry", 0),
     ("findings", 0),
     ("fsio", 0),
+    ("text", 0),
     ("units", 1),
     ("fit", 1),
     ("points", 2),

@@ -102,7 +102,7 @@ pub struct ShippedLine {
     /// SHA-256 over `id\tpixels\tdemand\n` of the points, sorted by id.
     pub points_digest: String,
     /// The included points' ids.
-    pub point_ids: Vec<String>,
+    pub point_ids: Vec<crate::text::Text>,
     /// Largest `reserve / demand`, four decimals rounded up (null: no points).
     pub max_ratio: Option<String>,
     /// Listed exceptions among the points.
@@ -128,7 +128,7 @@ pub struct InsufficientLine {
     pub points: usize,
     pub distinct_sizes: usize,
     pub points_digest: String,
-    pub point_ids: Vec<String>,
+    pub point_ids: Vec<crate::text::Text>,
     pub reason: String,
 }
 
@@ -150,11 +150,11 @@ pub struct Digests {
 }
 
 /// Builds the shipped file from assembled lines.
-pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes: &[u8]) -> CoefficientsFile {
+pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest: &str) -> CoefficientsFile {
     let mut shipped = Vec::new();
     let mut insufficient = Vec::new();
     for l in lines {
-        let ids: Vec<String> = l.points.iter().map(|p| p.id.clone()).collect();
+        let ids: Vec<crate::text::Text> = l.points.iter().map(|p| p.id.clone()).collect();
         match (l.kind, l.rounded) {
             (LineKind::Insufficient, _) | (_, None) => insufficient.push(InsufficientLine {
                 key: l.key.clone(),
@@ -181,7 +181,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
                 points_digest: l.points_digest.clone(),
                 point_ids: ids,
                 max_ratio: l.max_ratio.map(|m| m.to_decimal_ceil(4)),
-                exceptions: l.exceptions.clone(),
+                exceptions: l.exceptions.iter().map(|e| e.to_string()).collect(),
                 reason: l.reason.clone(),
             }),
         }
@@ -216,10 +216,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_bytes: &[u8], policy_bytes:
         allocator_defaults: policy.allocator_defaults.clone(),
         default_allocator: policy.default_allocator,
         tiles: policy.tiles.clone(),
-        digests: Digests {
-            points: crate::fsio::sha256_tag(points_bytes),
-            policy: crate::fsio::sha256_tag(policy_bytes),
-        },
+        digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }
 

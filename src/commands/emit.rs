@@ -26,7 +26,7 @@ pub struct Fresh {
 pub fn fresh(root: &Path) -> Result<Fresh> {
     let inp = Workspace::new(root).inputs_strict()?;
     let lines = assemble(&inp.points, &inp.policy)?;
-    let file = coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
+    let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
     let bytes = crate::fsio::to_json_bytes(&file)?;
     let shown = lines.iter().map(Line::report).collect();
     let raw = serde_json::to_value(&file)?;

@@ -1,8 +1,9 @@
 //! `vramfit ingest`: measurement files into `measurements/vae.json`.
 
-use crate::points::csv_input::{parse_csv, ParsedRow};
+use crate::points::csv_input::parse_csv;
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
+use crate::points::row::ParsedRow;
 use crate::points::store;
 use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
@@ -64,13 +65,13 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         let stored_ids: BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
         (
             from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect(),
-            stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.clone()).collect(),
+            stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.to_string()).collect(),
         )
     } else {
         (vec![], vec![])
     };
     let merged = merge(stored, all)?;
-    let notes = unknown_os_notes(merged.added.iter().map(|id| &merged.points[id]), &policy);
+    let notes = unknown_os_notes(merged.added.iter().map(|at| &merged.points[*at]), &policy);
 
     let mut files = Vec::new();
     let mut fates = merged.fates.iter();
@@ -79,7 +80,7 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         files.push(FileSummary { file: name, rows, added, unchanged: rows - added });
     }
     let added: usize = files.iter().map(|f| f.added).sum();
-    let points: Vec<_> = merged.points.into_values().collect();
+    let points = merged.points;
     let mut by_key: BTreeMap<crate::points::LineKey, usize> = BTreeMap::new();
     for p in &points {
         *by_key.entry(policy.line_key(p)).or_insert(0) += 1;
@@ -90,7 +91,15 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     // Only a writer holds the lock (`--check` takes none).
     let written = lock.is_some() && added > 0;
     if let (true, Some(lock)) = (written, &lock) {
-        lock.write(&path, &store::to_bytes(&points)?)?;
+        lock.write_with(&path, &mut |w| {
+            let mut result = Ok(());
+            store::write(&points, &mut |bytes| {
+                if result.is_ok() {
+                    result = w.write_all(bytes);
+                }
+            });
+            result
+        })?;
     }
     Ok(IngestReport {
         store: crate::fsio::shown(&path),

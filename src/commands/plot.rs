@@ -9,6 +9,6 @@ use std::path::Path;
 pub fn run(root: &Path) -> Result<Vec<LinePlot>> {
     let inp = Workspace::new(root).inputs_strict()?;
     let lines = assemble(&inp.points, &inp.policy)?;
-    let file = crate::coefficients::build(&lines, &inp.policy, &inp.points_bytes, &inp.policy_bytes);
+    let file = crate::coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
     plot::plots(&inp.points, &inp.policy, &lines, &file)
 }

@@ -1,14 +1,17 @@
 //! Measured points: the model, the measurement-CSV reader, importers for
 //! third-party formats, and the canonical points file (`measurements/vae.json`).
 
+mod codec;
 pub mod csv_input;
 pub mod invokeai;
 pub mod merge;
+pub mod row;
 pub mod store;
 pub mod summary;
 mod wire;
 
-use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use crate::text::Text;
+use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,14 +21,14 @@ use std::fmt;
 #[serde(from = "wire::PointWire")]
 pub struct Point {
     /// Stable id; derived from the content when the input gave none.
-    pub id: String,
+    pub id: Text,
     /// The run configuration: VAE family, op, tile, conv backend (which
     /// stands for the platform), allocator, the OS it was measured on (`any`
     /// when unknown) and the dtype the VAE ran in (`run_dtype` in the CSV).
     #[serde(flatten)]
     pub key: LineKey,
     /// Model name as given (`sdxl`, `sd15`, …), informational once the family is known.
-    pub model: Option<String>,
+    pub model: Option<Text>,
     /// The dtype the weights were loaded in, when recorded.
     pub loaded_dtype: Option<Dtype>,
     /// Output width in pixels (decode: decoded image; encode: input image).
@@ -45,21 +48,21 @@ pub struct Point {
     /// Measured driver-level (nvidia-smi / rocm-smi) delta, bytes (rounded up).
     pub driver_bytes: Option<u64>,
     /// Where the figure comes from (URL, harness name and version).
-    pub source: String,
+    pub source: Text,
     /// GPU name, informational.
-    pub device: Option<String>,
+    pub device: Option<Text>,
     /// torch version, informational.
-    pub torch: Option<String>,
+    pub torch: Option<Text>,
     /// 1-based index of this run within its fresh process.
     pub run: Option<u32>,
     /// Number of runs behind the figure.
     pub runs: Option<u32>,
-    /// `single`, `mean` or `max`.
-    pub aggregate: Option<String>,
-    /// `isolated` or `generation`.
-    pub context: Option<String>,
+    /// How the runs were aggregated.
+    pub aggregate: Option<Aggregate>,
+    /// Whether the VAE ran alone or inside a generation.
+    pub context: Option<Context>,
     /// Free text.
-    pub note: Option<String>,
+    pub note: Option<Text>,
     /// Columns vramfit does not know, kept verbatim.
     pub metadata: BTreeMap<String, String>,
 }
@@ -67,7 +70,7 @@ pub struct Point {
 /// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LineKey {
-    pub vae: String,
+    pub vae: Text,
     pub op: Op,
     pub tile: u32,
     pub conv_backend: ConvBackend,
@@ -92,8 +95,3 @@ impl Point {
         self.key.clone()
     }
 }
-
-/// The accepted values of `aggregate`.
-pub const AGGREGATES: &[&str] = &["single", "mean", "max"];
-/// The accepted values of `context`.
-pub const CONTEXTS: &[&str] = &["isolated", "generation"];

@@ -7,11 +7,15 @@
 //! delta, a registered family), so nothing is ever fitted, priced or
 //! verified on a store that a hand edit or a bad merge has broken.
 
-use super::{Point, AGGREGATES, CONTEXTS};
+use super::codec;
+use super::row::Interners;
+use super::Point;
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
+use crate::fsio::DigestWriter;
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
+use std::io::BufRead;
 
 pub const FORMAT: &str = "vramfit-points";
 pub const VERSION: u32 = 1;
@@ -21,75 +25,114 @@ const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
 /// The last line of the store.
 const TAIL: &str = "]}";
 
+/// The stored points and the digest of the store's canonical bytes.
+pub struct Loaded {
+    pub points: Vec<Point>,
+    /// `sha256:…` of the store as `to_bytes` writes it (for a canonical
+    /// store, its bytes as read).
+    pub digest: String,
+}
+
 /// Parses a points file and checks every invariant; an error names the
 /// file, the point id and the field.
 pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    Ok(parse_form(text, file, registry)?.0)
+    Ok(read(text.as_bytes(), file, registry)?.points)
 }
 
-/// Parses a points file; the flag says whether the text is already the
-/// canonical form [`to_bytes`] writes (so its bytes can be hashed as they
-/// are). The canonical form is read line by line, one point a line; an
-/// older store (the pretty-printed first format) is read whole, and the
-/// next write converts it.
-pub fn parse_form(text: &str, file: &str, registry: &Registry) -> Result<(Vec<Point>, bool)> {
-    if let Some(body) = text.strip_prefix(HEAD).and_then(|b| b.strip_prefix('\n')) {
-        return Ok((parse_lines(body, file, registry)?, true));
+/// Reads a points file as a stream, hashing it as it goes. The canonical
+/// form is read line by line, one point a line, and never held whole; an
+/// older store (the pretty-printed first format) is read whole, hashed as
+/// it will be written, and the next write converts it.
+pub fn read(mut r: impl BufRead, file: &str, registry: &Registry) -> Result<Loaded> {
+    let mut first = Vec::new();
+    r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
+        let mut digest = DigestWriter::default();
+        digest.update(&first);
+        let points = read_lines(r, &mut digest, file, registry)?;
+        return Ok(Loaded { points, digest: digest.finish() });
     }
-    Ok((parse_whole(text, file, registry)?, false))
+    r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
+    let points = parse_whole(&text, file, registry)?;
+    let mut digest = DigestWriter::default();
+    write(&points, &mut |bytes| digest.update(bytes));
+    Ok(Loaded { points, digest: digest.finish() })
+}
+
+/// One physical line of the store: its bytes without the line end, and
+/// whether a line end closed it.
+fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, digest: &mut DigestWriter, file: &str) -> Result<bool> {
+    buf.clear();
+    r.read_until(b'\n', buf).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    digest.update(buf);
+    Ok(buf.pop_if(|b| *b == b'\n').is_some())
 }
 
 /// The canonical form: one point a line, each exactly as `to_bytes` writes
-/// it (so a point that is not canonical, has an unknown field or lacks one
-/// is caught by comparing its line with its re-serialisation).
-fn parse_lines(body: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+/// it (a line that is not canonical, has an unknown field or lacks one is
+/// caught by the codec and named by the serde path).
+fn read_lines(mut r: impl BufRead, digest: &mut DigestWriter, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let mut points: Vec<Point> = Vec::new();
-    let mut written = Vec::with_capacity(1024);
-    let mut lines = body.split('\n').enumerate().peekable();
-    let mut closed = false;
-    while let Some((i, line)) = lines.next() {
-        let number = i + 2;
-        if line == TAIL {
-            let rest: Vec<&str> = lines.map(|(_, l)| l).collect();
-            if rest != [""] {
+    let mut texts = Interners::default();
+    let (mut cur, mut next) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
+    let mut ended = next_line(&mut r, &mut cur, digest, file)?;
+    let mut number = 2;
+    loop {
+        if cur == TAIL.as_bytes() {
+            // Closed: exactly one line end after `]}`, then nothing.
+            let more = ended && (next_line(&mut r, &mut next, digest, file)? || !next.is_empty());
+            if !ended || more {
                 bail!("{file}:{}: text after the closing `]}}`", number + 1);
             }
-            closed = true;
-            break;
+            return Ok(points);
         }
-        if lines.peek().is_none() {
-            break; // the text ended without the closing line
+        if !ended {
+            bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
         }
-        let last = lines.peek().is_some_and(|(_, l)| *l == TAIL);
+        let next_ended = next_line(&mut r, &mut next, digest, file)?;
+        let last = next == TAIL.as_bytes();
+        let line = std::str::from_utf8(&cur)
+            .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
         let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
         if !last && json.len() == line.len() {
             bail!("{file}:{number}: expected a point followed by a comma");
         }
-        let raw_id = || {
-            serde_json::from_str::<Value>(json)
-                .ok()
-                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
-                .unwrap_or_else(|| format!("line {number}"))
+        let p = match codec::read_point(json, &mut texts) {
+            Some(p) => p,
+            None => parse_line(json, file, number)?,
         };
-        let p: Point = serde_json::from_str(json).map_err(|e| anyhow!("{file}:{number}: point '{}': {e}", raw_id()))?;
-        let at = format!("{file}: point '{}'", p.id);
-        written.clear();
-        serde_json::to_writer(&mut written, &p)?;
-        if written != json.as_bytes() {
-            let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!("{at}: {e}"))?;
-            canonical(&raw, &p, &at)?;
-            bail!("{file}:{number}: point '{}': not in the canonical byte form (fields in order, no spaces)", p.id);
-        }
-        check_point(&p, registry, &at)?;
+        check_point(&p, registry, file)?;
         if let Some(prev) = points.last() {
             ordered(prev, &p, file)?;
         }
         points.push(p);
+        std::mem::swap(&mut cur, &mut next);
+        ended = next_ended;
+        number += 1;
     }
-    if !closed {
-        bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
+}
+
+/// A line the codec does not read: serde reads it, and it is accepted only
+/// if it is exactly the point's own canonical line; otherwise the message
+/// names the field that is not canonical, unknown or missing.
+fn parse_line(json: &str, file: &str, number: usize) -> Result<Point> {
+    let raw_id = || {
+        serde_json::from_str::<Value>(json)
+            .ok()
+            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| format!("line {number}"))
+    };
+    let p: Point = serde_json::from_str(json).map_err(|e| anyhow!("{file}:{number}: point '{}': {e}", raw_id()))?;
+    let mut written = Vec::with_capacity(json.len());
+    codec::write_point(&mut written, &p);
+    if written != json.as_bytes() {
+        let at = format!("{file}: point '{}'", p.id);
+        let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!("{at}: {e}"))?;
+        canonical(&raw, &p, &at)?;
+        bail!("{file}:{number}: point '{}': not in the canonical byte form (fields in order, no spaces)", p.id);
     }
-    Ok(points)
+    Ok(p)
 }
 
 fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
@@ -121,7 +164,7 @@ fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>
         let at = format!("{file}: point '{id}'");
         let p: Point = serde_json::from_value(rp.clone()).map_err(|e| anyhow!("{at}: {e}"))?;
         canonical(rp, &p, &at)?;
-        check_point(&p, registry, &at)?;
+        check_point(&p, registry, file)?;
         points.push(p);
     }
     for w in points.windows(2) {
@@ -151,14 +194,33 @@ fn canonical(raw: &Value, p: &Point, at: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
+/// The invariants of one point; the message is only formatted on failure
+/// (a million points must not each pay for it).
+fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<()> {
+    let ok = !p.id.is_empty()
+        && p.id.trim().len() == p.id.len()
+        && !p.source.trim().is_empty()
+        && p.width > 0
+        && p.height > 0
+        && p.batch > 0
+        && crate::exact::pixels(p.width, p.height, p.batch) == Some(p.pixels)
+        && [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max() == Some(p.demand_bytes)
+        && p.demand_bytes > 0
+        && p.demand_bytes <= MAX_BYTES
+        && p.run != Some(0)
+        && p.runs != Some(0)
+        && registry.0.contains_key(p.key.vae.as_str());
+    if ok {
+        return Ok(());
+    }
+    let at = &format!("{file}: point '{}'", p.id);
     if p.id.trim().is_empty() || p.id.trim() != p.id {
         bail!("{at}: id: empty or padded with spaces");
     }
     if p.source.trim().is_empty() {
         bail!("{at}: source: empty (every point names its source)");
     }
-    if !registry.0.contains_key(&p.key.vae) {
+    if !registry.0.contains_key(p.key.vae.as_str()) {
         bail!(
             "{at}: vae: '{}' is not a family of the registry in fits/policy.toml ({})",
             p.key.vae,
@@ -193,12 +255,6 @@ fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
             bail!("{at}: {field}: must be a positive integer or null");
         }
     }
-    if let Some(a) = p.aggregate.as_deref().filter(|a| !AGGREGATES.contains(a)) {
-        bail!("{at}: aggregate: unknown '{a}' (accepted: {})", AGGREGATES.join(", "));
-    }
-    if let Some(c) = p.context.as_deref().filter(|c| !CONTEXTS.contains(c)) {
-        bail!("{at}: context: unknown '{c}' (accepted: {})", CONTEXTS.join(", "));
-    }
     Ok(())
 }
 
@@ -206,20 +262,33 @@ fn check_point(p: &Point, registry: &Registry, at: &str) -> Result<()> {
 /// document, one point a line (compact, fields in a fixed order) between a
 /// first and a last line, so a diff of new measurements shows one line a
 /// point and the file can be read and written as a stream.
-pub fn to_bytes(points: &[Point]) -> Result<Vec<u8>> {
+pub fn to_bytes(points: &[Point]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(points.len() * 512 + 64);
+    write(points, &mut |bytes| out.extend_from_slice(bytes));
+    out
+}
+
+/// [`to_bytes`], handed to `sink` a piece at a time (about 1 MiB each).
+pub fn write(points: &[Point], sink: &mut dyn FnMut(&[u8])) {
     let mut sorted: Vec<&Point> = points.iter().collect();
-    sorted.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut out = Vec::with_capacity(points.len() * 560 + 64);
-    out.extend_from_slice(HEAD.as_bytes());
-    out.push(b'\n');
-    for (i, p) in sorted.iter().enumerate() {
-        serde_json::to_writer(&mut out, p)?;
-        if i + 1 < sorted.len() {
-            out.push(b',');
-        }
-        out.push(b'\n');
+    if !sorted.is_sorted_by(|a, b| a.id <= b.id) {
+        sorted.sort_by(|a, b| a.id.cmp(&b.id));
     }
-    out.extend_from_slice(TAIL.as_bytes());
-    out.push(b'\n');
-    Ok(out)
+    let mut buf = Vec::with_capacity((1 << 20) + 4096);
+    buf.extend_from_slice(HEAD.as_bytes());
+    buf.push(b'\n');
+    for (i, p) in sorted.iter().enumerate() {
+        codec::write_point(&mut buf, p);
+        if i + 1 < sorted.len() {
+            buf.push(b',');
+        }
+        buf.push(b'\n');
+        if buf.len() >= 1 << 20 {
+            sink(&buf);
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(TAIL.as_bytes());
+    buf.push(b'\n');
+    sink(&buf);
 }

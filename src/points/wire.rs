@@ -6,18 +6,19 @@
 //!   assembled after. The store compares every line with the point's own
 //!   re-serialisation, so the two forms cannot drift apart unnoticed.
 //! - Hashing: a row without an id gets one derived from these bytes (see
-//!   `csv_input::derived_id`); their field order is frozen so old ids stay.
+//!   `row::derived_id`); their field order is frozen so old ids stay.
 
 use super::{LineKey, Point};
-use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use crate::text::Text;
+use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Serialize, Deserialize)]
 pub(super) struct PointWire {
-    id: String,
-    vae: String,
-    model: Option<String>,
+    id: Text,
+    vae: Text,
+    model: Option<Text>,
     op: Op,
     tile: u32,
     conv_backend: ConvBackend,
@@ -33,14 +34,14 @@ pub(super) struct PointWire {
     reserved_bytes: Option<u64>,
     allocated_bytes: Option<u64>,
     driver_bytes: Option<u64>,
-    source: String,
-    device: Option<String>,
-    torch: Option<String>,
+    source: Text,
+    device: Option<Text>,
+    torch: Option<Text>,
     run: Option<u32>,
     runs: Option<u32>,
-    aggregate: Option<String>,
-    context: Option<String>,
-    note: Option<String>,
+    aggregate: Option<Aggregate>,
+    context: Option<Context>,
+    note: Option<Text>,
     metadata: BTreeMap<String, String>,
 }
 
@@ -100,8 +101,8 @@ impl From<&Point> for PointWire {
             torch: p.torch.clone(),
             run: p.run,
             runs: p.runs,
-            aggregate: p.aggregate.clone(),
-            context: p.context.clone(),
+            aggregate: p.aggregate,
+            context: p.context,
             note: p.note.clone(),
             metadata: p.metadata.clone(),
         }
@@ -112,6 +113,6 @@ impl From<&Point> for PointWire {
 /// an empty id, fields in the first store format's order.
 pub(super) fn id_bytes(p: &Point) -> Vec<u8> {
     let mut w = PointWire::from(p);
-    w.id = String::new();
+    w.id = Text::default();
     serde_json::to_vec(&w).unwrap_or_default()
 }

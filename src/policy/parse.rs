@@ -114,7 +114,7 @@ impl Parser<'_> {
         let grid = self.grid(t)?;
         let tiles = self.tiles(t)?;
         for c in &carries {
-            if !registry.0.contains_key(&c.key.vae) {
+            if !registry.0.contains_key(c.key.vae.as_str()) {
                 bail!(self.err(&format!("[[carry]] {}", c.key), format!("unknown vae family '{}'", c.key.vae)));
             }
         }
@@ -198,7 +198,7 @@ impl Parser<'_> {
             let at = format!("[[carry]] #{}", i + 1);
             self.unknown_keys(item, CARRY_KEYS, &at);
             let key = LineKey {
-                vae: self.string(item, "vae", &at)?,
+                vae: self.string(item, "vae", &at)?.into(),
                 op: self.parsed::<Op>(item, "op", &at)?,
                 tile: match item.get("tile") {
                     None => 0,

@@ -29,7 +29,7 @@ pub enum Choice<T> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     /// A family (`sd`) or a model name (`sdxl`).
-    pub vae: String,
+    pub vae: crate::text::Text,
     pub op: Op,
     /// Tile edge; 0 = untiled.
     pub tile: u32,
@@ -217,6 +217,10 @@ pub struct Coefficients {
     pub source: String,
     /// The file's registry, built once (every pricing resolves a family).
     registry: Registry,
+    /// [`Coefficients::known_tiles`], built once (every pricing checks its tile).
+    known_tiles: Vec<u32>,
+    /// Families with at least one line, built once (every pricing asks).
+    measured_families: std::collections::BTreeSet<crate::text::Text>,
 }
 
 impl Coefficients {
@@ -234,7 +238,9 @@ impl Coefficients {
             }
         }
         let registry = Registry(file.registry.clone());
-        Ok(Coefficients { file, lines, source, registry })
+        let known_tiles = tiles_of(&file);
+        let measured_families = lines.keys().map(|k| k.vae.clone()).collect();
+        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families })
     }
 
     fn registry(&self) -> &Registry {
@@ -242,11 +248,9 @@ impl Coefficients {
     }
 
     /// The family a query names; an unknown one lists the known ones.
-    pub fn family(&self, name: &str) -> Result<String> {
+    pub fn family(&self, name: &str) -> Result<&str> {
         let reg = self.registry();
-        reg.resolve(name)
-            .map(str::to_string)
-            .ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", reg.describe()))
+        reg.resolve(name).ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", reg.describe()))
     }
 
     /// The run dtype: `--dtype`; else the SD nodes' `fp32` switch; else the loaded dtype.
@@ -259,7 +263,7 @@ impl Coefficients {
             if let Some(d) = q.dtype.filter(|d| *d != by_switch) {
                 bail!("--dtype {d} contradicts --fp32 {f} (an SD node with fp32 = {f} runs {by_switch})");
             }
-            return Ok(Detected { value: by_switch, from: format!("fp32 = {f} (SD node rule)") });
+            return Ok(Detected { value: by_switch, from: format!("fp32 = {f} (SD node rule)").into() });
         }
         if let Some(d) = q.dtype {
             return Ok(Detected { value: d, from: "flag".into() });
@@ -272,15 +276,8 @@ impl Coefficients {
 
     /// Tile edges a query may ask for: 0 (untiled), the tiles `plan` falls
     /// back to, and every tile a line or a too-thin key was measured at.
-    pub fn known_tiles(&self) -> Vec<u32> {
-        let mut t: Vec<u32> = std::iter::once(0)
-            .chain(self.file.tiles.iter().copied())
-            .chain(self.file.lines.iter().map(|l| l.key.tile))
-            .chain(self.file.insufficient.iter().map(|l| l.key.tile))
-            .collect();
-        t.sort_unstable();
-        t.dedup();
-        t
+    pub fn known_tiles(&self) -> &[u32] {
+        &self.known_tiles
     }
 
     /// The tile that prices a query: a tile at least as large as both sides
@@ -304,7 +301,7 @@ impl Coefficients {
     pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
         let tile = self.effective_tile(q)?;
         let family = self.family(&q.vae)?;
-        let run = self.run_dtype(q, &family)?;
+        let run = self.run_dtype(q, family)?;
         let os = match q.os {
             Choice::Given(o) => Detected { value: o, from: "flag".into() },
             Choice::Auto => detect_os(env).ok_or_else(|| anyhow!("cannot tell the host OS; give --os"))?,
@@ -322,7 +319,7 @@ impl Coefficients {
         let key_os =
             if is_os_specific(&self.file.os_specific, q.conv_backend, allocator.value) { os.value } else { Os::Any };
         let key = LineKey {
-            vae: family,
+            vae: family.into(),
             op: q.op,
             tile,
             conv_backend: q.conv_backend,
@@ -384,6 +381,17 @@ impl Coefficients {
     }
 }
 
+fn tiles_of(file: &CoefficientsFile) -> Vec<u32> {
+    let mut t: Vec<u32> = std::iter::once(0)
+        .chain(file.tiles.iter().copied())
+        .chain(file.lines.iter().map(|l| l.key.tile))
+        .chain(file.insufficient.iter().map(|l| l.key.tile))
+        .collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
 fn tile_asked(q: &Query, key: &LineKey) -> Option<u32> {
     (q.tile != key.tile).then_some(q.tile)
 }
@@ -431,7 +439,7 @@ impl Coefficients {
 
     /// Whether any line was measured for a family, at any op, backend or dtype.
     fn family_measured(&self, family: &str) -> bool {
-        self.lines.keys().any(|k| k.vae == family)
+        self.measured_families.contains(family)
     }
 }
 

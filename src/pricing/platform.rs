@@ -56,7 +56,7 @@ impl EnvSnapshot {
 pub struct Detected<T> {
     pub value: T,
     /// `flag`, an environment variable with its value, `policy default …` or `host`.
-    pub from: String,
+    pub from: std::borrow::Cow<'static, str>,
 }
 
 /// The allocator PyTorch would use on this platform.
@@ -75,12 +75,12 @@ pub fn detect_allocator(
     for var in order {
         if let Some(val) = env.vars.get(var).filter(|v| !v.trim().is_empty()) {
             if let Some(a) = Allocator::from_conf(val) {
-                return Detected { value: a, from: format!("{var}={val}") };
+                return Detected { value: a, from: format!("{var}={val}").into() };
             }
             // The first variable set is the one PyTorch reads; if it names
             // no allocator, the platform default applies.
             let d = platform_default(backend, os, defaults, fallback);
-            return Detected { value: d.value, from: format!("{var}={val} names no allocator; {}", d.from) };
+            return Detected { value: d.value, from: format!("{var}={val} names no allocator; {}", d.from).into() };
         }
     }
     platform_default(backend, os, defaults, fallback)
@@ -93,14 +93,16 @@ fn platform_default(
     fallback: Allocator,
 ) -> Detected<Allocator> {
     match defaults.iter().find(|d| d.conv_backend == backend && d.os == os) {
-        Some(d) => Detected { value: d.allocator, from: format!("platform default for {backend} on {os} (policy)") },
-        None => Detected { value: fallback, from: "nothing configured: PyTorch's default".to_string() },
+        Some(d) => {
+            Detected { value: d.allocator, from: format!("platform default for {backend} on {os} (policy)").into() }
+        }
+        None => Detected { value: fallback, from: "nothing configured: PyTorch's default".into() },
     }
 }
 
 /// The host OS from the snapshot.
 pub fn detect_os(env: &EnvSnapshot) -> Option<Detected<Os>> {
-    env.host_os.map(|o| Detected { value: o, from: "host".to_string() })
+    env.host_os.map(|o| Detected { value: o, from: "host".into() })
 }
 
 #[cfg(test)]

@@ -72,7 +72,13 @@ const CASE_HEADERS: [&str; 5] =
 const LINE_HEADERS: [&str; 5] = ["line", "change", "slope B/px", "base MiB", "support"];
 
 fn points_text(r: &DiffReport) -> String {
-    let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    let list = |v: &[crate::text::Text]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+        }
+    };
     format!("points added: {}\npoints removed: {}\n", list(&r.points_added), list(&r.points_removed))
 }
 

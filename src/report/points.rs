@@ -14,7 +14,7 @@ impl Report for PointList {
             .iter()
             .map(|p| {
                 vec![
-                    p.id.clone(),
+                    p.id.to_string(),
                     p.key().to_string(),
                     format!("{}x{}x{}", p.width, p.height, p.batch),
                     p.pixels.to_string(),

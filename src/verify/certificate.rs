@@ -52,12 +52,12 @@ pub(super) fn check(cx: &mut Ctx) {
         }
         // No point above the envelope.
         for p in pts {
-            if on(p.pixels).map(|v| v.cmp_exact(&Ratio::int(i128::from(p.demand_bytes)))) != Ok(Ok(Ordering::Less)) {
+            if a.cmp_line_at(&b, p.pixels, p.demand_bytes) != Ok(Ordering::Less) {
                 continue;
             }
             out.push(
                 fail(format!("point {} lies above the envelope", p.id))
-                    .points(vec![p.id.clone()])
+                    .points(vec![p.id.to_string()])
                     .values(format!("≥ {}", p.demand_bytes), on(p.pixels).map(|v| v.to_string()).unwrap_or_default()),
             );
         }

@@ -53,7 +53,7 @@ pub(crate) struct Ctx<'a> {
 /// What `emit` would write now from the inputs: its lines and the file as JSON.
 pub fn expected(inputs: &Inputs) -> Result<(Vec<Line>, serde_json::Value)> {
     let fresh = assemble(&inputs.points, &inputs.policy)?;
-    let file = crate::coefficients::build(&fresh, &inputs.policy, &inputs.points_bytes, &inputs.policy_bytes);
+    let file = crate::coefficients::build(&fresh, &inputs.policy, &inputs.points_digest, &inputs.policy_digest);
     Ok((fresh, serde_json::to_value(&file)?))
 }
 

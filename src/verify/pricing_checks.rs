@@ -33,8 +33,9 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
     let mut out = Vec::new();
     let mut over_bound_ids = std::collections::BTreeSet::new();
     for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
-        let line = policy.line_key(p).to_string();
-        let q = Query::at_key(&p.key(), p.width, p.height, p.batch);
+        // Formatted only for a finding: most points have none.
+        let line = || policy.line_key(p).to_string();
+        let q = Query::at_key(&p.key, p.width, p.height, p.batch);
         cx.pricings += 1;
         let price = match cx.pricer.price(&q, &EnvSnapshot::default()) {
             Ok(pr) => pr,
@@ -46,8 +47,8 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
                         format!("point {} cannot be priced: {e:#}", p.id),
                         "see the message",
                     )
-                    .line(&line)
-                    .points(vec![p.id.clone()]),
+                    .line(line())
+                    .points(vec![p.id.to_string()]),
                 );
                 continue;
             }
@@ -67,8 +68,8 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
                     ),
                     "the cache would spill here: run `vramfit emit` so the line covers the point",
                 )
-                .line(&line)
-                .points(vec![p.id.clone()])
+                .line(line())
+                .points(vec![p.id.to_string()])
                 .values(format!("≥ {}", p.demand_bytes), price.bytes),
             );
         }
@@ -94,15 +95,15 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
                     ),
                     "list it under [[exception]] with a reason, exclude it, or measure the line better",
                 )
-                .line(&line)
-                .points(vec![p.id.clone()])
+                .line(line())
+                .points(vec![p.id.to_string()])
                 .values(format!("≤ {}", crate::exact::exact_decimal(&policy.ratio_bound)), shown),
             );
         }
     }
     for e in &policy.exceptions {
         let exists = cx.inputs.points.iter().any(|p| p.id == e.id);
-        if exists && !over_bound_ids.contains(&e.id) {
+        if exists && !over_bound_ids.contains(e.id.as_str()) {
             out.push(
                 Finding::new(
                     Code::StaleException,
@@ -165,7 +166,7 @@ pub(super) fn floor(cx: &mut Ctx) {
                                     continue; // priced untiled: the tile-0 pass checks it
                                 }
                                 let key = LineKey {
-                                    vae: family.clone(),
+                                    vae: family.as_str().into(),
                                     op: *op,
                                     tile: *tile,
                                     conv_backend: *backend,

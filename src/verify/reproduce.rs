@@ -5,6 +5,7 @@ use super::{Code, Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
 use crate::coefficients::fields;
 use crate::exact::exact_decimal;
 use crate::lines::LineKind;
+use crate::text::Text;
 use crate::workspace::Inputs;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,8 +53,8 @@ pub(super) fn settings(cx: &mut Ctx) {
             );
         }
     }
-    let fresh_points = crate::fsio::sha256_tag(&cx.inputs.points_bytes);
-    let fresh_policy = crate::fsio::sha256_tag(&cx.inputs.policy_bytes);
+    let fresh_points = cx.inputs.points_digest.clone();
+    let fresh_policy = cx.inputs.policy_digest.clone();
     for (what, file, fresh, shipped_digest) in [
         ("points", POINTS_FILE, fresh_points, &shipped.digests.points),
         ("policy", POLICY_FILE, fresh_policy, &shipped.digests.policy),
@@ -89,7 +90,7 @@ pub(super) fn lines(cx: &mut Ctx) {
                 )
                 .at_path(format!("lines[{key}]"))
                 .line(&key)
-                .points(s.point_ids.clone()),
+                .points(&s.point_ids),
             );
             continue;
         };
@@ -127,7 +128,7 @@ pub(super) fn lines(cx: &mut Ctx) {
                 )
                 .at_path(format!("insufficient[{key}]"))
                 .line(&key)
-                .points(s.point_ids.clone()),
+                .points(&s.point_ids),
             ),
         }
         if let Some(f) = fresh.get(&key).filter(|f| f.kind != LineKind::Insufficient) {
@@ -158,7 +159,7 @@ pub(super) fn lines(cx: &mut Ctx) {
                     format!("lines[{key}]")
                 })
                 .line(key)
-                .points(f.points.iter().map(|p| p.id.clone()).collect()),
+                .points(f.points.iter().map(|p| &p.id)),
             );
         }
     }
@@ -168,7 +169,7 @@ pub(super) fn lines(cx: &mut Ctx) {
 fn points_changed(
     findings: &mut Vec<Finding>,
     key: &str,
-    shipped_ids: &[String],
+    shipped_ids: &[crate::text::Text],
     shipped_count: usize,
     shipped_digest: &str,
     f: &crate::lines::Line,
@@ -177,7 +178,7 @@ fn points_changed(
         return;
     }
     let now: BTreeSet<&str> = f.points.iter().map(|p| p.id.as_str()).collect();
-    let then: BTreeSet<&str> = shipped_ids.iter().map(String::as_str).collect();
+    let then: BTreeSet<&str> = shipped_ids.iter().map(Text::as_str).collect();
     let added: Vec<String> = now.difference(&then).map(|s| s.to_string()).collect();
     let removed: Vec<String> = then.difference(&now).map(|s| s.to_string()).collect();
     let what = match (added.is_empty(), removed.is_empty()) {

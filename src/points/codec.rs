@@ -1,0 +1,365 @@
+//! One stored point ⇄ its line of the store, by hand.
+//!
+//! The store is read and written by every command; at 10^6 points serde's
+//! generic path (a visitor per field, a re-serialisation per line to prove
+//! the line canonical) was most of a command's time. This codec writes the
+//! exact bytes `serde_json` writes for a [`Point`] and reads back only lines
+//! in that exact form: a line it reads is canonical by construction. A line
+//! it does not read (an escaped string, a hand edit, an alias) is handed to
+//! the serde path, which either accepts it as canonical or names the field
+//! that is wrong, so the two paths cannot disagree about what is accepted
+//! (`tests` below and `tests/store_codec.rs` check both directions).
+
+use super::row::Interners;
+use super::{LineKey, Point};
+use crate::text::Text;
+use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
+use std::collections::BTreeMap;
+
+/// Appends the point's canonical line (without the trailing comma).
+pub fn write_point(out: &mut Vec<u8>, p: &Point) {
+    let k = &p.key;
+    out.extend_from_slice(b"{\"id\":");
+    string(out, &p.id);
+    out.extend_from_slice(b",\"vae\":");
+    string(out, &k.vae);
+    out.extend_from_slice(b",\"op\":\"");
+    out.extend_from_slice(k.op.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"tile\":");
+    number(out, u64::from(k.tile));
+    out.extend_from_slice(b",\"conv_backend\":\"");
+    out.extend_from_slice(k.conv_backend.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"allocator\":\"");
+    out.extend_from_slice(k.allocator.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"os\":\"");
+    out.extend_from_slice(k.os.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"dtype\":\"");
+    out.extend_from_slice(k.dtype.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"model\":");
+    opt(out, p.model.as_deref(), string);
+    out.extend_from_slice(b",\"loaded_dtype\":");
+    opt(out, p.loaded_dtype.map(|d| d.as_str()), string);
+    for (name, v) in [
+        (&b",\"width\":"[..], p.width),
+        (b",\"height\":", p.height),
+        (b",\"batch\":", p.batch),
+        (b",\"pixels\":", p.pixels),
+        (b",\"demand_bytes\":", p.demand_bytes),
+    ] {
+        out.extend_from_slice(name);
+        number(out, v);
+    }
+    for (name, v) in [
+        (&b",\"reserved_bytes\":"[..], p.reserved_bytes),
+        (b",\"allocated_bytes\":", p.allocated_bytes),
+        (b",\"driver_bytes\":", p.driver_bytes),
+    ] {
+        out.extend_from_slice(name);
+        opt(out, v, number);
+    }
+    out.extend_from_slice(b",\"source\":");
+    string(out, &p.source);
+    out.extend_from_slice(b",\"device\":");
+    opt(out, p.device.as_deref(), string);
+    out.extend_from_slice(b",\"torch\":");
+    opt(out, p.torch.as_deref(), string);
+    out.extend_from_slice(b",\"run\":");
+    opt(out, p.run.map(u64::from), number);
+    out.extend_from_slice(b",\"runs\":");
+    opt(out, p.runs.map(u64::from), number);
+    out.extend_from_slice(b",\"aggregate\":");
+    opt(out, p.aggregate.map(|a| a.as_str()), string);
+    out.extend_from_slice(b",\"context\":");
+    opt(out, p.context.map(|c| c.as_str()), string);
+    out.extend_from_slice(b",\"note\":");
+    opt(out, p.note.as_deref(), string);
+    out.extend_from_slice(b",\"metadata\":{");
+    for (i, (k, v)) in p.metadata.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, k);
+        out.push(b':');
+        string(out, v);
+    }
+    out.extend_from_slice(b"}}");
+}
+
+fn opt<T>(out: &mut Vec<u8>, v: Option<T>, write: fn(&mut Vec<u8>, T)) {
+    match v {
+        Some(v) => write(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Whether a string is written as it is between quotes (serde_json escapes
+/// only `"`, `\` and the control characters below U+0020).
+fn plain(s: &[u8]) -> bool {
+    s.iter().all(|b| *b >= 0x20 && *b != b'"' && *b != b'\\')
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    if plain(s.as_bytes()) {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Escapes are rare; serde_json writes them, so they match exactly.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+fn number(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Reads a line in exactly the form [`write_point`] writes, or `None`.
+pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
+    let mut c = Cursor { s: line.as_bytes(), at: 0 };
+    c.lit(b"{\"id\":")?;
+    let id = Text::from(c.string()?);
+    c.lit(b",\"vae\":")?;
+    let vae = texts.vae.intern(c.string()?);
+    c.lit(b",\"op\":")?;
+    let op = c.vocab(Op::ALL, Op::as_str)?;
+    c.lit(b",\"tile\":")?;
+    let tile = u32::try_from(c.number()?).ok()?;
+    c.lit(b",\"conv_backend\":")?;
+    let conv_backend = c.vocab(ConvBackend::ALL, ConvBackend::as_str)?;
+    c.lit(b",\"allocator\":")?;
+    let allocator = c.vocab(Allocator::ALL, Allocator::as_str)?;
+    c.lit(b",\"os\":")?;
+    let os = c.vocab(Os::ALL, Os::as_str)?;
+    c.lit(b",\"dtype\":")?;
+    let dtype = c.vocab(Dtype::ALL, Dtype::as_str)?;
+    c.lit(b",\"model\":")?;
+    let model = c.opt(|c| c.string())?.map(|m| texts.model.intern(m));
+    c.lit(b",\"loaded_dtype\":")?;
+    let loaded_dtype = c.opt(|c| c.vocab(Dtype::ALL, Dtype::as_str))?;
+    let mut sizes = [0u64; 5];
+    for (name, v) in [&b",\"width\":"[..], b",\"height\":", b",\"batch\":", b",\"pixels\":", b",\"demand_bytes\":"]
+        .into_iter()
+        .zip(sizes.iter_mut())
+    {
+        c.lit(name)?;
+        *v = c.number()?;
+    }
+    let mut deltas = [None; 3];
+    for (name, v) in [&b",\"reserved_bytes\":"[..], b",\"allocated_bytes\":", b",\"driver_bytes\":"]
+        .into_iter()
+        .zip(deltas.iter_mut())
+    {
+        c.lit(name)?;
+        *v = c.opt(Cursor::number)?;
+    }
+    c.lit(b",\"source\":")?;
+    let source = texts.source.intern(c.string()?);
+    c.lit(b",\"device\":")?;
+    let device = c.opt(|c| c.string())?.map(|d| texts.device.intern(d));
+    c.lit(b",\"torch\":")?;
+    let torch = c.opt(|c| c.string())?.map(|t| texts.torch.intern(t));
+    c.lit(b",\"run\":")?;
+    let run = c.opt(Cursor::number)?.map(u32::try_from).transpose().ok()?;
+    c.lit(b",\"runs\":")?;
+    let runs = c.opt(Cursor::number)?.map(u32::try_from).transpose().ok()?;
+    c.lit(b",\"aggregate\":")?;
+    let aggregate = c.opt(|c| c.vocab(Aggregate::ALL, Aggregate::as_str))?;
+    c.lit(b",\"context\":")?;
+    let context = c.opt(|c| c.vocab(Context::ALL, Context::as_str))?;
+    c.lit(b",\"note\":")?;
+    let note = c.opt(|c| c.string())?.map(|n| texts.note.intern(n));
+    c.lit(b",\"metadata\":{")?;
+    let metadata = c.metadata()?;
+    c.lit(b"}}")?;
+    if c.at != c.s.len() {
+        return None;
+    }
+    let [width, height, batch, pixels, demand_bytes] = sizes;
+    Some(Point {
+        id,
+        key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
+        model,
+        loaded_dtype,
+        width,
+        height,
+        batch,
+        pixels,
+        demand_bytes,
+        reserved_bytes: deltas[0],
+        allocated_bytes: deltas[1],
+        driver_bytes: deltas[2],
+        source,
+        device,
+        torch,
+        run,
+        runs,
+        aggregate,
+        context,
+        note,
+        metadata,
+    })
+}
+
+struct Cursor<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn lit(&mut self, l: &[u8]) -> Option<()> {
+        let end = self.at + l.len();
+        (self.s.get(self.at..end)? == l).then(|| self.at = end)
+    }
+
+    /// A string with nothing to unescape (anything else is left to serde).
+    fn string(&mut self) -> Option<&'a str> {
+        self.lit(b"\"")?;
+        let len = self.s[self.at..].iter().position(|b| *b == b'"')?;
+        let bytes = &self.s[self.at..self.at + len];
+        if !plain(bytes) {
+            return None;
+        }
+        self.at += len + 1;
+        // The line is UTF-8 and the slice ends before an ASCII quote.
+        std::str::from_utf8(bytes).ok()
+    }
+
+    /// A decimal without sign, leading zero or overflow.
+    fn number(&mut self) -> Option<u64> {
+        let len = self.s[self.at..].iter().position(|b| !b.is_ascii_digit()).unwrap_or(self.s.len() - self.at);
+        let digits = &self.s[self.at..self.at + len];
+        if digits.is_empty() || (digits[0] == b'0' && len > 1) {
+            return None;
+        }
+        let mut n: u64 = 0;
+        for d in digits {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        }
+        self.at += len;
+        Some(n)
+    }
+
+    fn vocab<T: Copy>(&mut self, all: &[T], name: fn(&T) -> &'static str) -> Option<T> {
+        let s = self.string()?;
+        all.iter().find(|v| name(v) == s).copied()
+    }
+
+    fn opt<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.lit(b"null").is_some() {
+            return Some(None);
+        }
+        read(self).map(Some)
+    }
+
+    /// The pairs of a metadata object up to its closing brace (not
+    /// consumed), keys strictly increasing as a `BTreeMap` writes them.
+    fn metadata(&mut self) -> Option<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        if self.s.get(self.at) == Some(&b'}') {
+            return Some(out);
+        }
+        let mut last: Option<&str> = None;
+        loop {
+            let k = self.string()?;
+            self.lit(b":")?;
+            let v = self.string()?;
+            if last.is_some_and(|l| l >= k) {
+                return None;
+            }
+            last = Some(k);
+            out.insert(k.to_string(), v.to_string());
+            if self.lit(b",").is_none() {
+                return Some(out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point() -> Point {
+        Point {
+            id: "p-1".into(),
+            key: LineKey {
+                vae: Text::from("sdxl"),
+                op: Op::Encode,
+                tile: 512,
+                conv_backend: ConvBackend::Miopen,
+                allocator: Allocator::CudaMallocAsync,
+                os: Os::Windows,
+                dtype: Dtype::Bf16,
+            },
+            model: Some("sdxl-turbo".into()),
+            loaded_dtype: Some(Dtype::Fp32),
+            width: 1024,
+            height: 768,
+            batch: 2,
+            pixels: 1_572_864,
+            demand_bytes: 18_446_744_073_709_551_615,
+            reserved_bytes: Some(10),
+            allocated_bytes: None,
+            driver_bytes: Some(18_446_744_073_709_551_615),
+            source: "https://example.org/x?a=1&b=ü".into(),
+            device: None,
+            torch: Some("2.5.1+rocm6.2".into()),
+            run: Some(2),
+            runs: None,
+            aggregate: Some(Aggregate::Max),
+            context: Some(Context::Generation),
+            note: Some("tab\there \"quoted\" \\ done".into()),
+            metadata: [("a".to_string(), "1".to_string()), ("b/c".to_string(), "x y".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn writes_what_serde_writes_and_reads_back_what_it_writes() {
+        let mut p = point();
+        let mut out = Vec::new();
+        write_point(&mut out, &p);
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), serde_json::to_string(&p).unwrap());
+        // An escaped note is left to serde; without it the line reads back.
+        assert_eq!(read_point(std::str::from_utf8(&out).unwrap(), &mut Interners::default()), None);
+        p.note = Some("plain".into());
+        out.clear();
+        write_point(&mut out, &p);
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), serde_json::to_string(&p).unwrap());
+        assert_eq!(read_point(std::str::from_utf8(&out).unwrap(), &mut Interners::default()), Some(p));
+    }
+
+    #[test]
+    fn refuses_every_form_it_does_not_write() {
+        let mut p = point();
+        p.note = None;
+        let mut out = Vec::new();
+        write_point(&mut out, &p);
+        let line = String::from_utf8(out).unwrap();
+        for (from, to) in [
+            ("\"tile\":512", "\"tile\":0512"),
+            ("\"tile\":512", "\"tile\": 512"),
+            ("\"batch\":2", "\"batch\":2.0"),
+            ("\"dtype\":\"bf16\"", "\"dtype\":\"bfloat16\""),
+            ("\"os\":\"windows\"", "\"os\":\"Windows\""),
+            ("\"note\":null", "\"note\":nul"),
+            ("{\"a\":\"1\",\"b/c\":\"x y\"}", "{\"b/c\":\"x y\",\"a\":\"1\"}"),
+            ("\"run\":2", "\"run\":4294967296"),
+            ("}}", "},\"extra\":1}"),
+            ("{\"id\"", " {\"id\""),
+        ] {
+            let bad = line.replacen(from, to, 1);
+            assert_ne!(bad, line, "{from}");
+            assert_eq!(read_point(&bad, &mut Interners::default()), None, "{to}");
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! One row → one point: the conversion every importer shares, so an
+//! imported record and a CSV row of the same figures become the same point.
+//! A row is read through [`Col`], the closed list of columns vramfit knows;
+//! any other column is kept as the point's metadata.
+
+use super::{LineKey, Point};
+use crate::exact::{mib_decimal_to_bytes, DecimalError, MAX_BYTES, MAX_PIXELS};
+use crate::registry::Registry;
+use crate::text::{Interner, Text};
+use crate::vocab::{Dtype, Os};
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// Where a row came from, for messages and for the ingest summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowOrigin {
+    /// The file as named on the command line (shared by all its rows).
+    pub file: Text,
+    pub line: u64,
+}
+
+impl std::fmt::Display for RowOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A validated point and the row it came from.
+#[derive(Debug, Clone)]
+pub struct ParsedRow {
+    pub point: Point,
+    pub origin: RowOrigin,
+}
+
+macro_rules! columns {
+    ($($variant:ident => $name:literal),+ $(,)?) => {
+        /// A column of the measurement CSV that vramfit reads
+        /// (docs/DESIGN.md, "The measurement CSV").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Col { $($variant),+ }
+
+        impl Col {
+            /// Every known column, in the documented order.
+            pub const ALL: &'static [Col] = &[$(Col::$variant),+];
+
+            /// The column's name in a header.
+            pub fn name(self) -> &'static str {
+                match self { $(Col::$variant => $name),+ }
+            }
+        }
+    };
+}
+
+columns!(
+    Id => "id",
+    Source => "source",
+    Device => "device",
+    Torch => "torch",
+    ConvBackend => "conv_backend",
+    Allocator => "allocator",
+    Os => "os",
+    Vae => "vae",
+    Model => "model",
+    Op => "op",
+    Tile => "tile",
+    LoadedDtype => "loaded_dtype",
+    RunDtype => "run_dtype",
+    Width => "width",
+    Height => "height",
+    Batch => "batch",
+    Run => "run",
+    Runs => "runs",
+    Aggregate => "aggregate",
+    Context => "context",
+    ReservedMib => "reserved_mib",
+    AllocatedMib => "allocated_mib",
+    DriverMib => "driver_mib",
+    ReservedBytes => "reserved_bytes",
+    AllocatedBytes => "allocated_bytes",
+    DriverBytes => "driver_bytes",
+    Note => "note",
+);
+
+impl Col {
+    /// The known column of a header name, if any.
+    pub fn of(name: &str) -> Option<Col> {
+        Col::ALL.iter().copied().find(|c| c.name() == name)
+    }
+}
+
+/// Columns that must be present in the header (values may be empty where
+/// docs/DESIGN.md, "The measurement CSV" gives a default).
+pub const REQUIRED_COLUMNS: &[Col] = &[
+    Col::Source,
+    Col::ConvBackend,
+    Col::Allocator,
+    Col::Os,
+    Col::Op,
+    Col::Tile,
+    Col::RunDtype,
+    Col::Width,
+    Col::Height,
+    Col::Batch,
+];
+
+/// The demand columns, as (MiB column, bytes column) per measured delta in
+/// the order reserved, allocated, driver; at least one must be filled per row.
+pub const DEMAND_PAIRS: [(Col, Col); 3] = [
+    (Col::ReservedMib, Col::ReservedBytes),
+    (Col::AllocatedMib, Col::AllocatedBytes),
+    (Col::DriverMib, Col::DriverBytes),
+];
+
+/// The demand columns, for messages and the header check.
+pub const DEMAND_COLUMNS: [Col; 6] =
+    [Col::ReservedMib, Col::AllocatedMib, Col::DriverMib, Col::ReservedBytes, Col::AllocatedBytes, Col::DriverBytes];
+
+/// The names of the demand columns, for messages.
+pub fn demand_column_names() -> String {
+    DEMAND_COLUMNS.map(Col::name).join(", ")
+}
+
+/// A row's fields by column name (what an importer builds).
+pub type Fields = BTreeMap<String, String>;
+
+/// What `row_to_point` reads a row through: the value of a known column,
+/// and the columns vramfit does not know (kept as metadata).
+pub trait Row {
+    /// The raw value of a known column, when the row has it.
+    fn field(&self, column: Col) -> Option<&str>;
+    /// Every `(column, value)` pair of the columns vramfit does not know.
+    fn unknown(&self) -> Vec<(&str, &str)>;
+}
+
+impl Row for Fields {
+    fn field(&self, column: Col) -> Option<&str> {
+        self.get(column.name()).map(String::as_str)
+    }
+
+    fn unknown(&self) -> Vec<(&str, &str)> {
+        self.iter().filter(|(k, _)| Col::of(k).is_none()).map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+}
+
+/// One shared copy of each repeated string of the points one input makes.
+#[derive(Default)]
+pub struct Interners {
+    pub(super) vae: Interner,
+    pub(super) model: Interner,
+    pub(super) source: Interner,
+    pub(super) device: Interner,
+    pub(super) torch: Interner,
+    pub(super) note: Interner,
+}
+
+/// Converts one row into a validated point. Every error names the row and column.
+pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &mut Interners) -> Result<Point> {
+    let get = |c: Col| f.field(c).map(|s| s.trim()).filter(|s| !s.is_empty());
+    let fail = |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!("{at}: {}: {what}", col.name()) };
+    let vocab = |col: Col| -> Result<&str> { get(col).ok_or_else(|| fail(col, "missing value".into())) };
+    fn parse_vocab<T: FromStr>(v: &str, col: Col, at: &RowOrigin) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        v.parse::<T>().map_err(|e| anyhow::anyhow!("{at}: {}: {e}", col.name()))
+    }
+    let positive = |col: Col, default: Option<u64>| -> Result<u64> {
+        match get(col) {
+            None => default.ok_or_else(|| fail(col, "missing value (a positive integer)".into())),
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(fail(col, format!("'{v}' is not a positive integer"))),
+            },
+        }
+    };
+
+    let source =
+        get(Col::Source).ok_or_else(|| fail(Col::Source, "missing value: every point names its source".into()))?;
+    let conv_backend = parse_vocab(vocab(Col::ConvBackend)?, Col::ConvBackend, at)?;
+    let allocator = parse_vocab(vocab(Col::Allocator)?, Col::Allocator, at)?;
+    let os = match get(Col::Os) {
+        None => Os::Any,
+        Some(v) => parse_vocab(v, Col::Os, at)?,
+    };
+    let vae = resolve_family(get(Col::Vae), get(Col::Model), at, registry)?;
+    let op = parse_vocab(vocab(Col::Op)?, Col::Op, at)?;
+    let tile = match get(Col::Tile) {
+        None => 0,
+        Some(v) => v.parse::<u32>().map_err(|_| fail(Col::Tile, format!("'{v}' is not a non-negative integer")))?,
+    };
+    let dtype: Dtype = parse_vocab(vocab(Col::RunDtype)?, Col::RunDtype, at)?;
+    let loaded_dtype = get(Col::LoadedDtype).map(|v| parse_vocab::<Dtype>(v, Col::LoadedDtype, at)).transpose()?;
+    let width = positive(Col::Width, None)?;
+    let height = positive(Col::Height, None)?;
+    let batch = positive(Col::Batch, Some(1))?;
+    let pixels = crate::exact::pixels(width, height, batch)
+        .ok_or_else(|| fail(Col::Width, format!("width × height × batch exceeds {MAX_PIXELS} pixels")))?;
+
+    let mut deltas = [None, None, None];
+    for (i, (mib_col, bytes_col)) in DEMAND_PAIRS.into_iter().enumerate() {
+        deltas[i] = match (get(mib_col), get(bytes_col)) {
+            (Some(_), Some(_)) => {
+                return Err(fail(
+                    bytes_col,
+                    format!("both {} and {} are filled; give one", mib_col.name(), bytes_col.name()),
+                ))
+            }
+            (Some(v), None) => Some(mib_decimal_to_bytes(v).map_err(|e| demand_error(mib_col, v, e, at))?),
+            (None, Some(v)) => Some(parse_bytes_field(v).map_err(|e| demand_error(bytes_col, v, e, at))?),
+            (None, None) => None,
+        };
+    }
+    let demand =
+        deltas.iter().flatten().copied().max().ok_or_else(|| {
+            fail(Col::ReservedMib, format!("no demand: fill at least one of {}", demand_column_names()))
+        })?;
+    if demand == 0 {
+        return Err(fail(Col::ReservedMib, "every measured delta is zero: a zero demand cannot be priced".into()));
+    }
+    if demand > MAX_BYTES {
+        return Err(fail(Col::ReservedMib, format!("demand above {MAX_BYTES} bytes")));
+    }
+
+    let small = |col: Col| -> Result<Option<u32>> {
+        get(col)
+            .map(|v| match v.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(fail(col, format!("'{v}' is not a positive integer"))),
+            })
+            .transpose()
+    };
+    let metadata = f
+        .unknown()
+        .into_iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect();
+
+    let mut point = Point {
+        id: Text::default(),
+        key: LineKey { vae: texts.vae.intern(vae), op, tile, conv_backend, allocator, os, dtype },
+        model: get(Col::Model).map(|m| texts.model.intern(m)),
+        loaded_dtype,
+        width,
+        height,
+        batch,
+        pixels,
+        demand_bytes: demand,
+        reserved_bytes: deltas[0],
+        allocated_bytes: deltas[1],
+        driver_bytes: deltas[2],
+        source: texts.source.intern(source),
+        device: get(Col::Device).map(|d| texts.device.intern(d)),
+        torch: get(Col::Torch).map(|t| texts.torch.intern(t)),
+        run: small(Col::Run)?,
+        runs: small(Col::Runs)?,
+        aggregate: get(Col::Aggregate).map(|v| parse_vocab(v, Col::Aggregate, at)).transpose()?,
+        context: get(Col::Context).map(|v| parse_vocab(v, Col::Context, at)).transpose()?,
+        note: get(Col::Note).map(|n| texts.note.intern(n)),
+        metadata,
+    };
+    point.id = match get(Col::Id) {
+        Some(id) => Text::from(id),
+        None => derived_id(&point),
+    };
+    Ok(point)
+}
+
+fn demand_error(col: Col, v: &str, e: DecimalError, at: &RowOrigin) -> anyhow::Error {
+    anyhow::anyhow!("{at}: {}: '{v}': {e}", col.name())
+}
+
+fn parse_bytes_field(v: &str) -> Result<u64, DecimalError> {
+    if v.starts_with('-') && v[1..].chars().all(|c| c.is_ascii_digit()) && v.len() > 1 {
+        return if v[1..].chars().all(|c| c == '0') { Ok(0) } else { Err(DecimalError::Negative) };
+    }
+    let t = v.strip_prefix('+').unwrap_or(v);
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit()) {
+        return Err(DecimalError::NotANumber);
+    }
+    t.parse::<u64>().map_err(|_| DecimalError::TooLarge)
+}
+
+fn resolve_family<'r>(
+    vae: Option<&str>,
+    model: Option<&str>,
+    at: &RowOrigin,
+    registry: &'r Registry,
+) -> Result<&'r str> {
+    let unknown = |col: &str, v: &str| {
+        anyhow::anyhow!(
+            "{at}: {col}: unknown {col} '{v}' (registered: {}; add it under [vae] in fits/policy.toml)",
+            registry.describe()
+        )
+    };
+    let from_vae = vae.map(|v| registry.resolve(v).ok_or_else(|| unknown("vae", v))).transpose()?;
+    let from_model = model.and_then(|m| registry.resolve(m));
+    match (from_vae, from_model) {
+        (Some(v), Some(m)) if v != m => {
+            bail!("{at}: model: model '{}' belongs to family '{m}', but vae says '{v}'", model.unwrap_or_default())
+        }
+        (Some(v), _) => Ok(v),
+        (None, Some(m)) => Ok(m),
+        (None, None) => match model {
+            Some(m) => Err(unknown("model", m)),
+            None => bail!("{at}: vae: missing value: give `vae` or a registered `model`"),
+        },
+    }
+}
+
+/// A content-derived id (`p-` and 16 hex digits of a SHA-256 over the
+/// canonical point), so a row without an id gets the same id on every run.
+///
+/// The hashed bytes are frozen (`wire::id_bytes`): a store keeps ids it
+/// derived long ago, so the same row must get the same id from every later
+/// vramfit, whatever the `Point` struct's field order becomes.
+pub fn derived_id(p: &Point) -> Text {
+    let bytes = super::wire::id_bytes(p);
+    let tag = crate::fsio::sha256_tag(&bytes);
+    format!("p-{}", &tag["sha256:".len().."sha256:".len() + 16]).into()
+}

@@ -1,0 +1,173 @@
+//! Shared immutable strings for the values a million points repeat.
+//!
+//! A store of 10^6 points names a handful of sources, devices, torch
+//! versions and families; as owned `String`s they were one heap block per
+//! field per point, a third of the memory of loading the store. A [`Text`]
+//! is a reference-counted `str`: cloning it copies a pointer, and an
+//! [`Interner`] hands out one shared copy per distinct value.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// An immutable, cheaply cloned string. It compares, orders, hashes,
+/// prints and serialises exactly as the `str` it holds.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Text(Arc<str>);
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text(Arc::from(s))
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text(Arc::from(s))
+    }
+}
+
+impl From<&String> for Text {
+    fn from(s: &String) -> Text {
+        Text(Arc::from(s.as_str()))
+    }
+}
+
+impl From<Text> for String {
+    fn from(t: Text) -> String {
+        t.0.to_string()
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Text {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Text> for String {
+    fn eq(&self, other: &Text) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<Text> for str {
+    fn eq(&self, other: &Text) -> bool {
+        self == &*other.0
+    }
+}
+
+impl PartialEq<Text> for &str {
+    fn eq(&self, other: &Text) -> bool {
+        *self == &*other.0
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        String::deserialize(d).map(Text::from)
+    }
+}
+
+/// Hands out one shared [`Text`] per distinct value. The previous value is
+/// checked first: sorted points repeat it far more often than not.
+#[derive(Default)]
+pub struct Interner {
+    seen: HashSet<Text>,
+    last: Option<Text>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> Text {
+        if let Some(t) = self.last.as_ref().filter(|t| t.as_str() == s) {
+            return t.clone();
+        }
+        let t = match self.seen.get(s) {
+            Some(t) => t.clone(),
+            None => {
+                let t = Text::from(s);
+                self.seen.insert(t.clone());
+                t
+            }
+        };
+        self.last = Some(t.clone());
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interned_values_share_one_allocation_and_compare_as_str() {
+        let mut i = Interner::default();
+        let a = i.intern("rtx 4090");
+        let _ = i.intern("other");
+        let b = i.intern("rtx 4090");
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, "rtx 4090");
+        let (a2, b2) = (Text::from("a"), Text::from("b"));
+        assert!(a2 < b2);
+        assert_eq!(serde_json::to_string(&a).unwrap(), "\"rtx 4090\"");
+        assert_eq!(format!("{a:?}"), "\"rtx 4090\"");
+    }
+}
