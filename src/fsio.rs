@@ -156,6 +156,48 @@ impl DigestWriter {
     }
 }
 
+/// Reads a file through `read` while a second thread hashes every byte of
+/// it: the result of `read` and the file's `sha256:` tag. Whatever `read`
+/// leaves unread is read and hashed after it, so the tag is always of the
+/// whole file. On two cores the hash of a large store costs no wall time.
+pub fn read_hashed<T>(path: &Path, read: impl FnOnce(&mut dyn std::io::BufRead) -> Result<T>) -> Result<(T, String)> {
+    let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(16);
+        let hasher = scope.spawn(move || {
+            let mut digest = DigestWriter::default();
+            for chunk in rx {
+                digest.update(&chunk);
+            }
+            digest.finish()
+        });
+        let mut r = std::io::BufReader::with_capacity(1 << 20, Tee { inner: file, tx });
+        let result = read(&mut r);
+        let rest = std::io::copy(&mut r, &mut std::io::sink());
+        drop(r);
+        let digest = hasher.join().map_err(|_| anyhow::anyhow!("{}: the hashing thread failed", path.display()))?;
+        rest.with_context(|| format!("{}: cannot read file", path.display()))?;
+        Ok((result?, digest))
+    })
+}
+
+/// A reader that hands a copy of every byte it reads to the hashing thread.
+struct Tee {
+    inner: fs::File,
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+}
+
+impl std::io::Read for Tee {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            // The hasher only stops when this side is dropped.
+            let _ = self.tx.send(buf[..n].to_vec());
+        }
+        Ok(n)
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

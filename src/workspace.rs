@@ -8,7 +8,7 @@
 use crate::fsio::{self, RootLock};
 use crate::points::{store, Point};
 use crate::policy::{self, Policy, Problem};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
 /// A root holding `measurements/` and `fits/`.
@@ -81,14 +81,20 @@ impl Workspace {
         if !path.exists() {
             return Ok(Vec::new());
         }
-        Ok(self.read_store(&policy.registry)?.points)
+        Ok(self.read_store(&policy.registry)?.0)
     }
 
-    /// The store, streamed from disk and hashed on the way.
-    fn read_store(&self, registry: &crate::registry::Registry) -> Result<store::Loaded> {
+    /// The store, streamed from disk and hashed on the way: the points and
+    /// the digest of their canonical bytes.
+    fn read_store(&self, registry: &crate::registry::Registry) -> Result<(Vec<Point>, String)> {
         let path = self.points_path();
-        let file = std::fs::File::open(&path).with_context(|| format!("{}: cannot read file", path.display()))?;
-        store::read(std::io::BufReader::with_capacity(1 << 20, file), &fsio::shown(&path), registry)
+        let shown = fsio::shown(&path);
+        let ((points, form), read_digest) = fsio::read_hashed(&path, |r| store::read(r, &shown, registry))?;
+        let digest = match form {
+            store::Form::Canonical => read_digest,
+            store::Form::Pretty => store::digest(&points),
+        };
+        Ok((points, digest))
     }
 
     /// The points and the policy, with the policy's problems collected
@@ -99,7 +105,7 @@ impl Workspace {
         if !path.exists() {
             bail!("{}: cannot read file; run `vramfit ingest` first to create it", fsio::shown(&path));
         }
-        let store::Loaded { points, digest } = self.read_store(&policy.registry)?;
+        let (points, digest) = self.read_store(&policy.registry)?;
         problems.extend(policy.unknown_ids(&points));
         let policy_digest = fsio::sha256_tag(policy_text.as_bytes());
         Ok(Inputs { points, points_digest: digest, policy, policy_digest, problems })

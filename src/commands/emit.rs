@@ -29,9 +29,8 @@ pub fn fresh(root: &Path) -> Result<Fresh> {
     let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
     let bytes = crate::fsio::to_json_bytes(&file)?;
     let shown = lines.iter().map(Line::report).collect();
-    let raw = serde_json::to_value(&file)?;
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
-    let findings = verify::run_on(&inp, lines, raw.clone(), &raw, &file, &pricer)?.findings;
+    let findings = verify::run_fresh(&inp, &file, &pricer).findings;
     Ok(Fresh { lines: shown, file, bytes, findings })
 }
 

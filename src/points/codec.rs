@@ -125,7 +125,7 @@ fn number(out: &mut Vec<u8>, mut n: u64) {
 
 /// Reads a line in exactly the form [`write_point`] writes, or `None`.
 pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
-    let mut c = Cursor { s: line.as_bytes(), at: 0 };
+    let mut c = Cursor { text: line, s: line.as_bytes(), at: 0 };
     c.lit(b"{\"id\":")?;
     let id = Text::from(c.string()?);
     c.lit(b",\"vae\":")?;
@@ -147,21 +147,23 @@ pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
     c.lit(b",\"loaded_dtype\":")?;
     let loaded_dtype = c.opt(|c| c.vocab(Dtype::ALL, Dtype::as_str))?;
     let mut sizes = [0u64; 5];
-    for (name, v) in [&b",\"width\":"[..], b",\"height\":", b",\"batch\":", b",\"pixels\":", b",\"demand_bytes\":"]
-        .into_iter()
-        .zip(sizes.iter_mut())
-    {
-        c.lit(name)?;
-        *v = c.number()?;
-    }
+    c.lit(b",\"width\":")?;
+    sizes[0] = c.number()?;
+    c.lit(b",\"height\":")?;
+    sizes[1] = c.number()?;
+    c.lit(b",\"batch\":")?;
+    sizes[2] = c.number()?;
+    c.lit(b",\"pixels\":")?;
+    sizes[3] = c.number()?;
+    c.lit(b",\"demand_bytes\":")?;
+    sizes[4] = c.number()?;
     let mut deltas = [None; 3];
-    for (name, v) in [&b",\"reserved_bytes\":"[..], b",\"allocated_bytes\":", b",\"driver_bytes\":"]
-        .into_iter()
-        .zip(deltas.iter_mut())
-    {
-        c.lit(name)?;
-        *v = c.opt(Cursor::number)?;
-    }
+    c.lit(b",\"reserved_bytes\":")?;
+    deltas[0] = c.opt(Cursor::number)?;
+    c.lit(b",\"allocated_bytes\":")?;
+    deltas[1] = c.opt(Cursor::number)?;
+    c.lit(b",\"driver_bytes\":")?;
+    deltas[2] = c.opt(Cursor::number)?;
     c.lit(b",\"source\":")?;
     let source = texts.source.intern(c.string()?);
     c.lit(b",\"device\":")?;
@@ -211,27 +213,36 @@ pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
 }
 
 struct Cursor<'a> {
+    text: &'a str,
     s: &'a [u8],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn lit(&mut self, l: &[u8]) -> Option<()> {
-        let end = self.at + l.len();
-        (self.s.get(self.at..end)? == l).then(|| self.at = end)
+    /// A fixed byte string; its length is a constant, so the comparison
+    /// compiles to a few word compares instead of a `memcmp` call.
+    fn lit<const N: usize>(&mut self, l: &[u8; N]) -> Option<()> {
+        let end = self.at + N;
+        let got: &[u8; N] = self.s.get(self.at..end)?.try_into().ok()?;
+        (got == l).then(|| self.at = end)
     }
 
     /// A string with nothing to unescape (anything else is left to serde).
     fn string(&mut self) -> Option<&'a str> {
         self.lit(b"\"")?;
-        let len = self.s[self.at..].iter().position(|b| *b == b'"')?;
-        let bytes = &self.s[self.at..self.at + len];
-        if !plain(bytes) {
-            return None;
+        let start = self.at;
+        for (i, b) in self.s[start..].iter().enumerate() {
+            match *b {
+                b'"' => {
+                    self.at = start + i + 1;
+                    // Both ends are ASCII quotes, so the slice is whole characters.
+                    return self.text.get(start..start + i);
+                }
+                b'\\' | 0..=0x1f => return None,
+                _ => {}
+            }
         }
-        self.at += len + 1;
-        // The line is UTF-8 and the slice ends before an ASCII quote.
-        std::str::from_utf8(bytes).ok()
+        None
     }
 
     /// A decimal without sign, leading zero or overflow.

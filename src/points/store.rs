@@ -25,63 +25,65 @@ const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
 /// The last line of the store.
 const TAIL: &str = "]}";
 
-/// The stored points and the digest of the store's canonical bytes.
-pub struct Loaded {
-    pub points: Vec<Point>,
-    /// `sha256:…` of the store as `to_bytes` writes it (for a canonical
-    /// store, its bytes as read).
-    pub digest: String,
+/// How the store was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One point a line, exactly as [`write`] writes it: its bytes as read
+    /// are the canonical bytes (and their digest is the points digest).
+    Canonical,
+    /// The first, pretty-printed format: the next write converts it, and
+    /// its digest is that of the bytes [`write`] would write.
+    Pretty,
 }
 
 /// Parses a points file and checks every invariant; an error names the
 /// file, the point id and the field.
 pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    Ok(read(text.as_bytes(), file, registry)?.points)
+    Ok(read(&mut text.as_bytes(), file, registry)?.0)
 }
 
-/// Reads a points file as a stream, hashing it as it goes. The canonical
-/// form is read line by line, one point a line, and never held whole; an
-/// older store (the pretty-printed first format) is read whole, hashed as
-/// it will be written, and the next write converts it.
-pub fn read(mut r: impl BufRead, file: &str, registry: &Registry) -> Result<Loaded> {
+/// Reads a points file as a stream. The canonical form is read line by
+/// line, one point a line, and never held whole; an older store (the
+/// pretty-printed first format) is read whole.
+pub fn read(r: &mut dyn BufRead, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
     let mut first = Vec::new();
     r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
-        let mut digest = DigestWriter::default();
-        digest.update(&first);
-        let points = read_lines(r, &mut digest, file, registry)?;
-        return Ok(Loaded { points, digest: digest.finish() });
+        return Ok((read_lines(r, file, registry)?, Form::Canonical));
     }
     r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
-    let points = parse_whole(&text, file, registry)?;
+    Ok((parse_whole(&text, file, registry)?, Form::Pretty))
+}
+
+/// The digest of the bytes [`write`] writes for these points.
+pub fn digest(points: &[Point]) -> String {
     let mut digest = DigestWriter::default();
-    write(&points, &mut |bytes| digest.update(bytes));
-    Ok(Loaded { points, digest: digest.finish() })
+    write(points, &mut |bytes| digest.update(bytes));
+    digest.finish()
 }
 
 /// One physical line of the store: its bytes without the line end, and
 /// whether a line end closed it.
-fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, digest: &mut DigestWriter, file: &str) -> Result<bool> {
+fn next_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, file: &str) -> Result<bool> {
     buf.clear();
     r.read_until(b'\n', buf).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    digest.update(buf);
     Ok(buf.pop_if(|b| *b == b'\n').is_some())
 }
 
 /// The canonical form: one point a line, each exactly as `to_bytes` writes
 /// it (a line that is not canonical, has an unknown field or lacks one is
 /// caught by the codec and named by the serde path).
-fn read_lines(mut r: impl BufRead, digest: &mut DigestWriter, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+fn read_lines(r: &mut dyn BufRead, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let mut points: Vec<Point> = Vec::new();
     let mut texts = Interners::default();
     let (mut cur, mut next) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
-    let mut ended = next_line(&mut r, &mut cur, digest, file)?;
+    let mut ended = next_line(r, &mut cur, file)?;
     let mut number = 2;
     loop {
         if cur == TAIL.as_bytes() {
             // Closed: exactly one line end after `]}`, then nothing.
-            let more = ended && (next_line(&mut r, &mut next, digest, file)? || !next.is_empty());
+            let more = ended && (next_line(r, &mut next, file)? || !next.is_empty());
             if !ended || more {
                 bail!("{file}:{}: text after the closing `]}}`", number + 1);
             }
@@ -90,7 +92,7 @@ fn read_lines(mut r: impl BufRead, digest: &mut DigestWriter, file: &str, regist
         if !ended {
             bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
         }
-        let next_ended = next_line(&mut r, &mut next, digest, file)?;
+        let next_ended = next_line(r, &mut next, file)?;
         let last = next == TAIL.as_bytes();
         let line = std::str::from_utf8(&cur)
             .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;

@@ -102,6 +102,24 @@ impl Rule {
     }
 }
 
+/// A shipped slope in hundredths of a byte per pixel, shown (and written
+/// as JSON) as the decimal with two places; formatted only when shown, so
+/// the 10^6 pricings of `verify` format none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slope(pub u64);
+
+impl std::fmt::Display for Slope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::lines::slope_text(self.0))
+    }
+}
+
+impl Serialize for Slope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The answer, with everything needed to explain it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Price {
@@ -116,7 +134,7 @@ pub struct Price {
     /// The line whose formula set the price (for the unmeasured rule: the largest one).
     pub priced_by: Option<LineKey>,
     /// That line's slope, B/px, two decimals.
-    pub slope: Option<String>,
+    pub slope: Option<Slope>,
     /// That line's base, MiB.
     pub base_mib: Option<u64>,
     /// `width × height × batch`.
@@ -179,8 +197,9 @@ pub struct ReserveReport {
 }
 
 /// Prices a query. Verify takes this as a parameter so a test can hand it a
-/// deliberately broken pricer and see the check catch it.
-pub trait Pricer {
+/// deliberately broken pricer and see the check catch it. `Sync`: verify
+/// prices 10^6 points on every core.
+pub trait Pricer: Sync {
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price>;
 }
 
@@ -519,7 +538,7 @@ impl Pricer for Coefficients {
             mib: bytes.div_ceil(MIB),
             rule,
             priced_by,
-            slope: coef.as_ref().map(|c| crate::lines::slope_text(c.slope_centi)),
+            slope: coef.as_ref().map(|c| Slope(c.slope_centi)),
             base_mib: coef.as_ref().map(|c| c.base_mib),
             pixels,
             line_bytes,

@@ -3,12 +3,12 @@
 //! lies above it, the envelope is optimal, and the shipped values are that
 //! envelope with the margin, rounded up.
 
-use super::{Code, Ctx, Finding, SHIPPED_FILE};
+use super::{Code, Finding, PricingCtx, SHIPPED_FILE};
 use crate::exact::{Ratio, MIB};
 use crate::lines::{group, LineKind};
 use std::cmp::Ordering;
 
-pub(super) fn check(cx: &mut Ctx) {
+pub(super) fn check(cx: &mut PricingCtx) {
     let groups = group(&cx.inputs.points, &cx.inputs.policy);
     let margin = cx.shipped.margin;
     let mut out = Vec::new();

@@ -36,15 +36,24 @@ pub struct VerifyReport {
     pub findings: Vec<Finding>,
 }
 
-/// Running totals the checks share.
+/// What the reproduction checks share: the shipped file against the one
+/// `emit` would write now.
 pub(crate) struct Ctx<'a> {
     pub inputs: &'a Inputs,
     pub shipped: &'a CoefficientsFile,
     /// The shipped file as read, every field of it (unknown ones too).
     pub raw: &'a serde_json::Value,
     /// The file `emit` would write now, as JSON.
-    pub expected: serde_json::Value,
-    pub fresh: Vec<Line>,
+    pub expected: &'a serde_json::Value,
+    pub fresh: &'a [Line],
+    pub findings: Vec<Finding>,
+}
+
+/// What the checks that price share: the shipped file and the pricer
+/// `reserve` uses, with a count of the pricings made.
+pub(crate) struct PricingCtx<'a> {
+    pub inputs: &'a Inputs,
+    pub shipped: &'a CoefficientsFile,
     pub pricer: &'a dyn Pricer,
     pub pricings: usize,
     pub findings: Vec<Finding>,
@@ -65,32 +74,58 @@ pub fn run(
     shipped: &CoefficientsFile,
     pricer: &dyn Pricer,
 ) -> Result<VerifyReport> {
-    let (fresh, expected) = expected(inputs)?;
-    run_on(inputs, fresh, expected, raw, shipped, pricer)
+    // The fresh fit and its comparison run on a second thread while this
+    // one prices every point: on two cores the two halves overlap.
+    std::thread::scope(|s| {
+        let reproduced = s.spawn(|| -> Result<Vec<Finding>> {
+            let (fresh, expected) = expected(inputs)?;
+            Ok(reproduction(inputs, &fresh, &expected, raw, shipped))
+        });
+        let (mut findings, pricings) = pricing(inputs, shipped, pricer);
+        findings.extend(reproduced.join().map_err(|_| anyhow::anyhow!("the verify thread failed"))??);
+        Ok(finish_all(findings, shipped, inputs, pricings))
+    })
 }
 
-/// `run` with the fresh lines and the file `emit` would write already built
-/// (by `emit` itself, which then need not build them twice).
-pub fn run_on(
+/// The checks a file `emit` has just built can fail: the certificate and
+/// the checks that price. The reproduction checks would compare the file
+/// with itself, which proves nothing, so they are not run.
+pub fn run_fresh(inputs: &Inputs, file: &CoefficientsFile, pricer: &dyn Pricer) -> VerifyReport {
+    let (findings, pricings) = pricing(inputs, file, pricer);
+    finish_all(findings, file, inputs, pricings)
+}
+
+/// The checks that compare the shipped file with the fresh one.
+fn reproduction(
     inputs: &Inputs,
-    fresh: Vec<Line>,
-    expected: serde_json::Value,
+    fresh: &[Line],
+    expected: &serde_json::Value,
     raw: &serde_json::Value,
     shipped: &CoefficientsFile,
-    pricer: &dyn Pricer,
-) -> Result<VerifyReport> {
-    let mut cx = Ctx { inputs, shipped, raw, expected, fresh, pricer, pricings: 0, findings: Vec::new() };
+) -> Vec<Finding> {
+    let mut cx = Ctx { inputs, shipped, raw, expected, fresh, findings: Vec::new() };
     cx.findings.extend(reproduce::policy_problems(inputs));
     reproduce::settings(&mut cx);
     reproduce::lines(&mut cx);
     let moved = reproduce::moved_lines(&cx.findings);
-    cx.findings.extend(reproduce::whole_file(&cx.expected, cx.raw, Some(&moved)));
+    cx.findings.extend(reproduce::whole_file(cx.expected, cx.raw, Some(&moved)));
+    cx.findings
+}
+
+/// The certificate and the checks that price through `pricer`, with the
+/// number of pricings made.
+fn pricing(inputs: &Inputs, shipped: &CoefficientsFile, pricer: &dyn Pricer) -> (Vec<Finding>, usize) {
+    let mut cx = PricingCtx { inputs, shipped, pricer, pricings: 0, findings: Vec::new() };
     certificate::check(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
     pricing_checks::query_path(&mut cx);
+    (cx.findings, cx.pricings)
+}
+
+fn finish_all(findings: Vec<Finding>, shipped: &CoefficientsFile, inputs: &Inputs, pricings: usize) -> VerifyReport {
     let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
-    Ok(finish(cx.findings, shipped.lines.len(), shipped.insufficient.len(), inputs, included, cx.pricings))
+    finish(findings, shipped.lines.len(), shipped.insufficient.len(), inputs, included, pricings)
 }
 
 /// The report for a shipped file that does not load (a wrong type, an

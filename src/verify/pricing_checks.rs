@@ -2,13 +2,15 @@
 //! covered, none is over-reserved beyond the bound, the floor holds, and each
 //! line's own key prices to its own formula.
 
-use super::{Code, Ctx, Finding, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
+use super::{Code, Finding, PricingCtx, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
 use crate::lines::{slope_text, LineKind};
-use crate::points::LineKey;
+use crate::points::{LineKey, Point};
+use crate::policy::Policy;
 use crate::pricing::platform::{EnvSnapshot, ALLOC_VARS, HIP_ALLOC_VAR};
-use crate::pricing::{Choice, Query, Rule};
+use crate::pricing::{Choice, Pricer, Query, Rule};
+use crate::text::Text;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use std::cmp::Ordering;
 
@@ -28,16 +30,54 @@ fn covers(tile: u32, w: u64, h: u64) -> bool {
     tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
 }
 
-pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
+/// Every included point priced at its own key: covered, and not
+/// over-reserved beyond the bound (unless a listed exception). Points are
+/// priced on every core in slices; the findings come back in point order.
+pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
-    let mut out = Vec::new();
+    let included: Vec<&Point> = cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)).collect();
+    let pricer = cx.pricer;
+    let threads = if included.len() < 20_000 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+    let slice = included.len().div_ceil(threads).max(1);
+    let parts: Vec<(Vec<Finding>, Vec<Text>)> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            included.chunks(slice).map(|part| s.spawn(move || price_points(part, pricer, policy))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    cx.pricings += included.len();
     let mut over_bound_ids = std::collections::BTreeSet::new();
-    for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
+    for (findings, over) in parts {
+        cx.findings.extend(findings);
+        over_bound_ids.extend(over);
+    }
+    let points = &cx.inputs.points;
+    for e in &policy.exceptions {
+        // The store is sorted by id.
+        let exists = points.binary_search_by(|p| p.id.as_str().cmp(e.id.as_str())).is_ok();
+        if exists && !over_bound_ids.contains(e.id.as_str()) {
+            cx.findings.push(
+                Finding::new(
+                    Code::StaleException,
+                    POLICY_FILE,
+                    format!("[[exception]] {} is no longer above the ratio bound (or not priced by its line)", e.id),
+                    "remove the exception so the bound guards this point again",
+                )
+                .points(vec![e.id.clone()]),
+            );
+        }
+    }
+}
+
+/// Prices a slice of points: their findings, and the ids above the bound
+/// (exceptions included, so a stale exception can be told apart).
+fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec<Finding>, Vec<Text>) {
+    let mut out = Vec::new();
+    let mut over_bound = Vec::new();
+    for p in points {
         // Formatted only for a finding: most points have none.
         let line = || policy.line_key(p).to_string();
         let q = Query::at_key(&p.key, p.width, p.height, p.batch);
-        cx.pricings += 1;
-        let price = match cx.pricer.price(&q, &EnvSnapshot::default()) {
+        let price = match pricer.price(&q, &EnvSnapshot::default()) {
             Ok(pr) => pr,
             Err(e) => {
                 out.push(
@@ -76,49 +116,38 @@ pub(super) fn coverage_and_ratios(cx: &mut Ctx) {
         if !matches!(price.rule, Rule::FittedLine | Rule::CarriedLine) {
             continue;
         }
-        let ratio = Ratio::new(i128::from(price.bytes), i128::from(p.demand_bytes)).ok();
-        let over = ratio.is_some_and(|r| r.cmp_exact(&policy.ratio_bound) == Ok(Ordering::Greater));
-        let shown = ratio.map(|r| r.to_decimal_ceil(4)).unwrap_or_default();
-        if over {
-            over_bound_ids.insert(p.id.clone());
+        // Compared as a fraction; reduced and shown only when over.
+        if policy.ratio_bound.cmp_fraction(price.bytes, p.demand_bytes) != Ok(Ordering::Less) {
+            continue;
         }
-        if over && !policy.is_exception(&p.id) {
-            out.push(
-                Finding::new(
-                    Code::RatioBound,
-                    POLICY_FILE,
-                    format!(
-                        "point {} is over-reserved {shown}× by the {} (bound {})",
-                        p.id,
-                        price.rule.as_str(),
-                        crate::exact::exact_decimal(&policy.ratio_bound)
-                    ),
-                    "list it under [[exception]] with a reason, exclude it, or measure the line better",
-                )
-                .line(line())
-                .points(vec![p.id.to_string()])
-                .values(format!("≤ {}", crate::exact::exact_decimal(&policy.ratio_bound)), shown),
-            );
+        over_bound.push(p.id.clone());
+        if policy.is_exception(&p.id) {
+            continue;
         }
+        let shown = Ratio::new(i128::from(price.bytes), i128::from(p.demand_bytes))
+            .map(|r| r.to_decimal_ceil(4))
+            .unwrap_or_default();
+        out.push(
+            Finding::new(
+                Code::RatioBound,
+                POLICY_FILE,
+                format!(
+                    "point {} is over-reserved {shown}× by the {} (bound {})",
+                    p.id,
+                    price.rule.as_str(),
+                    crate::exact::exact_decimal(&policy.ratio_bound)
+                ),
+                "list it under [[exception]] with a reason, exclude it, or measure the line better",
+            )
+            .line(line())
+            .points(vec![p.id.to_string()])
+            .values(format!("≤ {}", crate::exact::exact_decimal(&policy.ratio_bound)), shown),
+        );
     }
-    for e in &policy.exceptions {
-        let exists = cx.inputs.points.iter().any(|p| p.id == e.id);
-        if exists && !over_bound_ids.contains(e.id.as_str()) {
-            out.push(
-                Finding::new(
-                    Code::StaleException,
-                    POLICY_FILE,
-                    format!("[[exception]] {} is no longer above the ratio bound (or not priced by its line)", e.id),
-                    "remove the exception so the bound guards this point again",
-                )
-                .points(vec![e.id.clone()]),
-            );
-        }
-    }
-    cx.findings.extend(out);
+    (out, over_bound)
 }
 
-pub(super) fn floor(cx: &mut Ctx) {
+pub(super) fn floor(cx: &mut PricingCtx) {
     let Some(legacy) = cx.shipped.legacy.as_ref() else { return };
     let grid = cx.inputs.policy.grid.clone();
     let mut out = Vec::new();
@@ -248,7 +277,7 @@ fn expected_for(shipped: &crate::coefficients::CoefficientsFile, key: &LineKey, 
     }
 }
 
-pub(super) fn query_path(cx: &mut Ctx) {
+pub(super) fn query_path(cx: &mut PricingCtx) {
     let grid = cx.inputs.policy.grid.clone();
     let mut out = Vec::new();
     for s in &cx.shipped.lines {
