@@ -136,7 +136,7 @@ fn tops<'a>(points: &[FitPoint<'a>]) -> Result<Vec<Vertex<'a>>, FitError> {
         }
     }
     // Size ascending, demand descending, id ascending: the first of each size wins.
-    sorted.sort_unstable_by(|a, b| a.x.cmp(&b.x).then(b.y.cmp(&a.y)).then(a.id.cmp(b.id)));
+    sorted.sort_unstable_by(|a, b| a.x.cmp(&b.x).then(b.y.cmp(&a.y)).then_with(|| a.id.cmp(b.id)));
     let mut out: Vec<Vertex<'a>> = Vec::new();
     for p in sorted {
         if out.last().is_none_or(|v| v.x != i128::from(p.x)) {
@@ -183,7 +183,7 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
         });
     }
     if slope.is_negative() {
-        let best = tops.iter().max_by(|a, b| a.y.cmp(&b.y).then(b.x.cmp(&a.x)).then(b.id.cmp(a.id))).copied();
+        let best = tops.iter().max_by(|a, b| a.y.cmp(&b.y).then(b.x.cmp(&a.x)).then_with(|| b.id.cmp(a.id))).copied();
         let best = best.ok_or(FitError::NoPoints)?;
         return Ok(Envelope {
             slope: Ratio::zero(),

@@ -156,23 +156,31 @@ impl DigestWriter {
     }
 }
 
-/// Reads a file through `read` while a second thread hashes every byte of
-/// it: the result of `read` and the file's `sha256:` tag. Whatever `read`
-/// leaves unread is read and hashed after it, so the tag is always of the
-/// whole file. On two cores the hash of a large store costs no wall time.
-pub fn read_hashed<T>(path: &Path, read: impl FnOnce(&mut dyn std::io::BufRead) -> Result<T>) -> Result<(T, String)> {
+/// Reads a file through `read` (given the reader and the file's length)
+/// while a second thread hashes every byte of it: the result of `read` and
+/// the file's `sha256:` tag. Whatever `read` leaves unread is read and
+/// hashed after it, so the tag is always of the whole file. On two cores
+/// the hash of a large store costs no wall time.
+pub fn read_hashed<T>(
+    path: &Path,
+    read: impl FnOnce(&mut dyn std::io::BufRead, u64) -> Result<T>,
+) -> Result<(T, String)> {
     let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(16);
+        // Emptied chunks go back to the reader: no fresh pages per chunk.
+        let (back_tx, back) = std::sync::mpsc::channel::<Vec<u8>>();
         let hasher = scope.spawn(move || {
             let mut digest = DigestWriter::default();
             for chunk in rx {
                 digest.update(&chunk);
+                let _ = back_tx.send(chunk);
             }
             digest.finish()
         });
-        let mut r = std::io::BufReader::with_capacity(1 << 20, Tee { inner: file, tx });
-        let result = read(&mut r);
+        let mut r = std::io::BufReader::with_capacity(1 << 20, Tee { inner: file, tx, back });
+        let result = read(&mut r, len);
         let rest = std::io::copy(&mut r, &mut std::io::sink());
         drop(r);
         let digest = hasher.join().map_err(|_| anyhow::anyhow!("{}: the hashing thread failed", path.display()))?;
@@ -185,6 +193,7 @@ pub fn read_hashed<T>(path: &Path, read: impl FnOnce(&mut dyn std::io::BufRead) 
 struct Tee {
     inner: fs::File,
     tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    back: std::sync::mpsc::Receiver<Vec<u8>>,
 }
 
 impl std::io::Read for Tee {
@@ -192,7 +201,10 @@ impl std::io::Read for Tee {
         let n = self.inner.read(buf)?;
         if n > 0 {
             // The hasher only stops when this side is dropped.
-            let _ = self.tx.send(buf[..n].to_vec());
+            let mut chunk = self.back.try_recv().unwrap_or_default();
+            chunk.clear();
+            chunk.extend_from_slice(&buf[..n]);
+            let _ = self.tx.send(chunk);
         }
         Ok(n)
     }

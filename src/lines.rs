@@ -91,10 +91,14 @@ pub fn points_digest(points: &[PricedPoint]) -> String {
     digest.finish()
 }
 
+/// The included points of each line key, sorted by id.
+pub type Groups<'a> = BTreeMap<LineKey, Vec<&'a Point>>;
+
 /// Groups the included points by line key.
 /// The points are borrowed, never copied: at 10^5 points a copy per
-/// grouping was a tenth of `verify`.
-pub fn group<'a>(points: &'a [Point], policy: &Policy) -> BTreeMap<LineKey, Vec<&'a Point>> {
+/// grouping was a tenth of `verify`; `verify` groups once for the fit and
+/// the certificate.
+pub fn group<'a>(points: &'a [Point], policy: &Policy) -> Groups<'a> {
     let mut by_key: BTreeMap<LineKey, Vec<&'a Point>> = BTreeMap::new();
     for p in points.iter().filter(|p| !policy.is_excluded(&p.id)) {
         by_key.entry(policy.line_key(p)).or_default().push(p);
@@ -108,11 +112,15 @@ pub fn group<'a>(points: &'a [Point], policy: &Policy) -> BTreeMap<LineKey, Vec<
 /// Every line: fitted, carried (from the policy, with or without points) and
 /// insufficient, sorted by key.
 pub fn assemble(points: &[Point], policy: &Policy) -> Result<Vec<Line>> {
-    let mut groups = group(points, policy);
-    for c in &policy.carries {
-        groups.entry(c.key.clone()).or_default();
-    }
-    groups.into_iter().map(|(key, pts)| line(key, &pts, policy)).collect()
+    assemble_groups(&group(points, policy), policy)
+}
+
+/// [`assemble`] from points already grouped.
+pub fn assemble_groups(groups: &Groups, policy: &Policy) -> Result<Vec<Line>> {
+    let mut keys: Vec<&LineKey> = groups.keys().chain(policy.carries.iter().map(|c| &c.key)).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter().map(|key| line(key.clone(), groups.get(key).map_or(&[][..], Vec::as_slice), policy)).collect()
 }
 
 fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {

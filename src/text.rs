@@ -15,8 +15,39 @@ use std::sync::Arc;
 
 /// An immutable, cheaply cloned string. It compares, orders, hashes,
 /// prints and serialises exactly as the `str` it holds.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Default)]
 pub struct Text(Arc<str>);
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
+
+// Two copies handed out by one interner share their allocation: equal
+// without reading a byte (line keys are compared millions of times).
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return std::cmp::Ordering::Equal;
+        }
+        self.0.cmp(&other.0)
+    }
+}
 
 impl Text {
     pub fn as_str(&self) -> &str {

@@ -89,7 +89,7 @@ impl Workspace {
     fn read_store(&self, registry: &crate::registry::Registry) -> Result<(Vec<Point>, String)> {
         let path = self.points_path();
         let shown = fsio::shown(&path);
-        let ((points, form), read_digest) = fsio::read_hashed(&path, |r| store::read(r, &shown, registry))?;
+        let ((points, form), read_digest) = fsio::read_hashed(&path, |r, len| store::read(r, len, &shown, registry))?;
         let digest = match form {
             store::Form::Canonical => read_digest,
             store::Form::Pretty => store::digest(&points),

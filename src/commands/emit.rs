@@ -2,7 +2,7 @@
 
 use crate::coefficients::emit::{diff, EmitReport};
 use crate::coefficients::{self, CoefficientsFile};
-use crate::lines::{assemble, FitLine, Line};
+use crate::lines::{assemble_groups, group, FitLine, Line};
 use crate::pricing::Coefficients;
 use crate::verify::{self, Finding};
 use crate::workspace::Workspace;
@@ -25,12 +25,13 @@ pub struct Fresh {
 /// Fits the lines, builds the file and runs every `verify` check on it.
 pub fn fresh(root: &Path) -> Result<Fresh> {
     let inp = Workspace::new(root).inputs_strict()?;
-    let lines = assemble(&inp.points, &inp.policy)?;
+    let groups = group(&inp.points, &inp.policy);
+    let lines = assemble_groups(&groups, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
     let bytes = crate::fsio::to_json_bytes(&file)?;
     let shown = lines.iter().map(Line::report).collect();
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
-    let findings = verify::run_fresh(&inp, &file, &pricer).findings;
+    let findings = verify::run_fresh(&inp, &groups, &file, &pricer).findings;
     Ok(Fresh { lines: shown, file, bytes, findings })
 }
 

@@ -53,16 +53,15 @@ pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
         }
     }
 
-    // Move the new points out of the rows, sorted by id, and merge them in.
+    // Move the new points out of the rows (in id order, as `new_rows` is)
+    // and merge them into the stored ones: each point is moved once.
     let mut slots: Vec<Option<Point>> = rows.into_iter().map(|r| Some(r.point)).collect();
-    let mut fresh: Vec<(usize, Point)> = new_rows.iter().filter_map(|i| slots[*i].take().map(|p| (*i, p))).collect();
-    drop(slots);
-    let mut points = Vec::with_capacity(stored.len() + fresh.len());
-    let mut at_of_row: Vec<(usize, usize)> = Vec::with_capacity(fresh.len());
+    let mut points = Vec::with_capacity(stored.len() + new_rows.len());
+    let mut at_of_row: Vec<(usize, usize)> = Vec::with_capacity(new_rows.len());
     let mut stored = stored.into_iter().peekable();
-    let mut fresh_iter = fresh.drain(..).peekable();
+    let mut fresh = new_rows.iter().filter_map(|i| slots[*i].take().map(|p| (*i, p))).peekable();
     loop {
-        let take_stored = match (stored.peek(), fresh_iter.peek()) {
+        let take_stored = match (stored.peek(), fresh.peek()) {
             (Some(a), Some((_, b))) => a.id < b.id,
             (Some(_), None) => true,
             (None, Some(_)) => false,
@@ -70,7 +69,7 @@ pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
         };
         if take_stored {
             points.extend(stored.next());
-        } else if let Some((row, p)) = fresh_iter.next() {
+        } else if let Some((row, p)) = fresh.next() {
             at_of_row.push((row, points.len()));
             points.push(p);
         }

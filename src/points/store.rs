@@ -8,7 +8,6 @@
 //! verified on a store that a hand edit or a bad merge has broken.
 
 use super::codec;
-use super::row::Interners;
 use super::Point;
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
 use crate::fsio::DigestWriter;
@@ -23,7 +22,10 @@ pub const VERSION: u32 = 1;
 /// The first line of the store: everything before the first point.
 const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
 /// The last line of the store.
-const TAIL: &str = "]}";
+/// Fewer bytes than any stored point's line takes (its field names alone
+/// are longer): the store's length over this bounds its point count.
+const MIN_LINE: u64 = 300;
+pub(super) const TAIL: &str = "]}";
 
 /// How the store was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,17 +41,20 @@ pub enum Form {
 /// Parses a points file and checks every invariant; an error names the
 /// file, the point id and the field.
 pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    Ok(read(&mut text.as_bytes(), file, registry)?.0)
+    Ok(read(&mut text.as_bytes(), text.len() as u64, file, registry)?.0)
 }
 
 /// Reads a points file as a stream. The canonical form is read line by
 /// line, one point a line, and never held whole; an older store (the
 /// pretty-printed first format) is read whole.
-pub fn read(r: &mut dyn BufRead, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
+/// `len` (the file's length) only sizes the list of points up front, so
+/// 10^6 points are never copied to a larger list as it grows.
+pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
     let mut first = Vec::new();
     r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
-        return Ok((read_lines(r, file, registry)?, Form::Canonical));
+        let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
+        return Ok((super::stream::read_lines(r, capacity, file, registry)?, Form::Canonical));
     }
     r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
@@ -63,62 +68,10 @@ pub fn digest(points: &[Point]) -> String {
     digest.finish()
 }
 
-/// One physical line of the store: its bytes without the line end, and
-/// whether a line end closed it.
-fn next_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, file: &str) -> Result<bool> {
-    buf.clear();
-    r.read_until(b'\n', buf).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    Ok(buf.pop_if(|b| *b == b'\n').is_some())
-}
-
-/// The canonical form: one point a line, each exactly as `to_bytes` writes
-/// it (a line that is not canonical, has an unknown field or lacks one is
-/// caught by the codec and named by the serde path).
-fn read_lines(r: &mut dyn BufRead, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    let mut points: Vec<Point> = Vec::new();
-    let mut texts = Interners::default();
-    let (mut cur, mut next) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
-    let mut ended = next_line(r, &mut cur, file)?;
-    let mut number = 2;
-    loop {
-        if cur == TAIL.as_bytes() {
-            // Closed: exactly one line end after `]}`, then nothing.
-            let more = ended && (next_line(r, &mut next, file)? || !next.is_empty());
-            if !ended || more {
-                bail!("{file}:{}: text after the closing `]}}`", number + 1);
-            }
-            return Ok(points);
-        }
-        if !ended {
-            bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
-        }
-        let next_ended = next_line(r, &mut next, file)?;
-        let last = next == TAIL.as_bytes();
-        let line = std::str::from_utf8(&cur)
-            .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
-        let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
-        if !last && json.len() == line.len() {
-            bail!("{file}:{number}: expected a point followed by a comma");
-        }
-        let p = match codec::read_point(json, &mut texts) {
-            Some(p) => p,
-            None => parse_line(json, file, number)?,
-        };
-        check_point(&p, registry, file)?;
-        if let Some(prev) = points.last() {
-            ordered(prev, &p, file)?;
-        }
-        points.push(p);
-        std::mem::swap(&mut cur, &mut next);
-        ended = next_ended;
-        number += 1;
-    }
-}
-
 /// A line the codec does not read: serde reads it, and it is accepted only
 /// if it is exactly the point's own canonical line; otherwise the message
 /// names the field that is not canonical, unknown or missing.
-fn parse_line(json: &str, file: &str, number: usize) -> Result<Point> {
+pub(super) fn parse_line(json: &str, file: &str, number: usize) -> Result<Point> {
     let raw_id = || {
         serde_json::from_str::<Value>(json)
             .ok()
@@ -137,7 +90,7 @@ fn parse_line(json: &str, file: &str, number: usize) -> Result<Point> {
     Ok(p)
 }
 
-fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
+pub(super) fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
     if prev.id >= next.id {
         let what = if prev.id == next.id { "appears twice" } else { "is stored before a smaller id" };
         bail!(
@@ -198,7 +151,7 @@ fn canonical(raw: &Value, p: &Point, at: &str) -> Result<()> {
 
 /// The invariants of one point; the message is only formatted on failure
 /// (a million points must not each pay for it).
-fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<()> {
+pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<()> {
     let ok = !p.id.is_empty()
         && p.id.trim().len() == p.id.len()
         && !p.source.trim().is_empty()

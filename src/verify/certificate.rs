@@ -5,11 +5,11 @@
 
 use super::{Code, Finding, PricingCtx, SHIPPED_FILE};
 use crate::exact::{Ratio, MIB};
-use crate::lines::{group, LineKind};
+use crate::lines::LineKind;
 use std::cmp::Ordering;
 
 pub(super) fn check(cx: &mut PricingCtx) {
-    let groups = group(&cx.inputs.points, &cx.inputs.policy);
+    let groups = cx.groups;
     let margin = cx.shipped.margin;
     let mut out = Vec::new();
     for s in cx.shipped.lines.iter().filter(|s| s.kind == LineKind::Fitted) {
