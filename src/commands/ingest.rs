@@ -51,11 +51,17 @@ pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> 
 pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
-    let per_file = read_rows(opts, &policy.registry)?;
     // The lock covers the whole read–modify–write of the store, so a
     // concurrent ingest never reads the store this one is about to replace.
     let lock = if opts.check { None } else { Some(ws.lock()?) };
-    let stored = ws.points(&policy)?;
+    // The files and the store are read side by side; a bad file is
+    // reported before a bad store.
+    let (per_file, stored) = std::thread::scope(|s| {
+        let stored = s.spawn(|| ws.points(&policy));
+        (read_rows(opts, &policy.registry), stored.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let per_file = per_file?;
+    let stored = stored?;
     let sizes: Vec<(String, usize)> = per_file.iter().map(|(n, r)| (n.clone(), r.len())).collect();
     let all: Vec<ParsedRow> = per_file.into_iter().flat_map(|(_, r)| r).collect();
     // What only `--check` reports: ids the files hold that the store lacks,

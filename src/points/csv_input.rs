@@ -17,8 +17,11 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         bail!("{file}:1: empty file: expected a header row naming the columns");
     }
-    let mut lines = physical_lines(body).filter(|(_, l)| !l.iter().all(|b| b.is_ascii_whitespace()));
-    let Some((header_line, header_bytes)) = lines.next() else { unreachable!("a non-blank file has a line") };
+    let Some((header_line, header_bytes, rest)) =
+        physical_lines(body, 1).find(|(_, l, _)| !blank(l)).map(|(n, l, rest)| (n, l, &body[body.len() - rest..]))
+    else {
+        unreachable!("a non-blank file has a line")
+    };
     let headers: Vec<String> = split_fields(line_text(header_bytes, file, header_line)?, file, header_line, None)?
         .into_iter()
         .map(|s| s.trim().to_string())
@@ -26,30 +29,87 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
     check_header(&headers, file, header_line)?;
     let header = Header::new(headers);
     let shared_file = Text::from(file);
+    // A row never spans lines, so the rows split into parts at line ends
+    // and each part is read on its own core; the first error in file order wins.
+    let parts = split_at_lines(rest, header_line + 1);
+    let read = |(part, first): (&[u8], u64)| read_rows(part, first, &header, &shared_file, file, registry);
+    let mut results: Vec<Result<Vec<ParsedRow>>> = if parts.len() == 1 {
+        parts.into_iter().map(read).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = parts.into_iter().map(|p| s.spawn(move || read(p))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        })
+    };
+    let mut rows = results.remove(0)?;
+    for r in results {
+        rows.append(&mut r?);
+    }
+    Ok(rows)
+}
+
+/// The rows of one part of the file, whose first line is numbered `first`.
+fn read_rows(
+    part: &[u8],
+    first: u64,
+    header: &Header,
+    shared_file: &Text,
+    file: &str,
+    registry: &Registry,
+) -> Result<Vec<ParsedRow>> {
     let mut texts = Interners::default();
-    let mut rows = Vec::with_capacity(bytes.len() / 128);
-    for (line, raw) in lines {
+    let mut rows = Vec::with_capacity(part.len() / 128);
+    for (line, raw, _) in physical_lines(part, first).filter(|(_, l, _)| !blank(l)) {
         let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
         if values.len() != header.names.len() {
             bail!("{file}:{line}: row has {} fields, the header has {}", values.len(), header.names.len());
         }
         let origin = RowOrigin { file: shared_file.clone(), line };
-        let point = row_to_point(&CsvRow { header: &header, values }, &origin, registry, &mut texts)?;
+        let point = row_to_point(&CsvRow { header, values }, &origin, registry, &mut texts)?;
         rows.push(ParsedRow { point, origin });
     }
     Ok(rows)
 }
 
-/// The file's physical lines with their 1-based numbers; `\r\n`, `\n` and a
-/// lone `\r` each end a line.
-fn physical_lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+fn blank(line: &[u8]) -> bool {
+    line.iter().all(|b| b.is_ascii_whitespace())
+}
+
+/// Splits text into about one part per core (one part below 1 MiB), each
+/// ending just after a `\n`, with the number of its first line.
+fn split_at_lines(text: &[u8], first: u64) -> Vec<(&[u8], u64)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = if text.len() < 1 << 20 { 1 } else { cores };
+    let mut parts = Vec::with_capacity(n);
+    let (mut start, mut number) = (0, first);
+    for k in 1..=n {
+        let target = (text.len() * k / n).max(start);
+        let end = if k == n {
+            text.len()
+        } else {
+            text[target..].iter().position(|b| *b == b'\n').map_or(text.len(), |i| target + i + 1)
+        };
+        let part = &text[start..end];
+        parts.push((part, number));
+        number += physical_lines(part, 0).count() as u64;
+        start = end;
+        if start == text.len() {
+            break;
+        }
+    }
+    parts
+}
+
+/// The physical lines of some text, numbered from `first`, each with the
+/// length of the text after it; `\r\n`, `\n` and a lone `\r` each end a line.
+fn physical_lines(bytes: &[u8], first: u64) -> impl Iterator<Item = (u64, &[u8], usize)> {
     let mut rest = bytes;
-    let mut number = 0u64;
+    let mut number = first.wrapping_sub(1);
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
         }
-        number += 1;
+        number = number.wrapping_add(1);
         let end = rest.iter().position(|b| *b == b'\n' || *b == b'\r').unwrap_or(rest.len());
         let line = &rest[..end];
         let skip = match (rest.get(end), rest.get(end + 1)) {
@@ -58,7 +118,7 @@ fn physical_lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
             (None, _) => 0,
         };
         rest = &rest[end + skip..];
-        Some((number, line))
+        Some((number, line, rest.len()))
     })
 }
 
