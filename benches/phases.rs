@@ -1,12 +1,17 @@
-//! Each phase of the pipeline at 10⁵ points (and the load at 10⁶): parse a
-//! measurement CSV, merge into the store, write the store, load it, group
-//! and assemble the lines, and verify. The data is generated here, the same
-//! on every run. Run with `cargo bench --bench phases`.
+//! Each phase of the pipeline at 10⁵ and 10⁶ points: parse a measurement
+//! CSV, merge into the store, write the store, load it, group, fit, assemble
+//! the lines, verify; and the whole pipeline (ingest → emit → verify). The
+//! data is generated here, the same on every run. Run with
+//! `cargo bench --bench phases`. The allocator is the binary's.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use vramfit::fit::{envelope, FitPoint};
 use vramfit::points::{csv_input, merge, store};
 use vramfit::workspace::Workspace;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     divan::main();
@@ -46,45 +51,84 @@ fn root(n: usize) -> PathBuf {
     dir
 }
 
-const N: usize = 100_000;
+/// The sizes every phase is measured at.
+const SIZES: [usize; 2] = [100_000, 1_000_000];
 
-#[divan::bench(sample_count = 10)]
-fn parse_csv(bencher: divan::Bencher) {
-    let text = csv(N);
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn parse_csv(bencher: divan::Bencher, n: usize) {
+    let text = csv(n);
     let registry = Workspace::new(&root(1000)).policy().unwrap().registry;
     bencher.bench(|| csv_input::parse_csv(divan::black_box(text.as_bytes()), "bench.csv", &registry).unwrap().len());
 }
 
-#[divan::bench(sample_count = 10)]
-fn merge_into_empty(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn merge_into_empty(bencher: divan::Bencher, n: usize) {
     let registry = Workspace::new(&root(1000)).policy().unwrap().registry;
-    let rows = csv_input::parse_csv(csv(N).as_bytes(), "bench.csv", &registry).unwrap();
+    let rows = csv_input::parse_csv(csv(n).as_bytes(), "bench.csv", &registry).unwrap();
     bencher.with_inputs(|| rows.clone()).bench_values(|r| merge::merge(vec![], r).unwrap().points.len());
 }
 
-#[divan::bench(sample_count = 10)]
-fn write_store(bencher: divan::Bencher) {
-    let ws = Workspace::new(&root(N));
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn write_store(bencher: divan::Bencher, n: usize) {
+    let ws = Workspace::new(&root(n));
     let points = ws.points(&ws.policy().unwrap()).unwrap();
     bencher.bench(|| store::to_bytes(divan::black_box(&points)).len());
 }
 
-#[divan::bench(sample_count = 10, args = [100_000, 1_000_000])]
+#[divan::bench(sample_count = 5, args = SIZES)]
 fn load_store(bencher: divan::Bencher, n: usize) {
     let ws = Workspace::new(&root(n));
     let policy = ws.policy().unwrap();
     bencher.bench(|| ws.points(&policy).unwrap().len());
 }
 
-#[divan::bench(sample_count = 10)]
-fn assemble_lines(bencher: divan::Bencher) {
-    let ws = Workspace::new(&root(N));
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn group(bencher: divan::Bencher, n: usize) {
+    let ws = Workspace::new(&root(n));
+    let inputs = ws.inputs().unwrap();
+    bencher.bench(|| vramfit::lines::group(&inputs.points, &inputs.policy).len());
+}
+
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn fit(bencher: divan::Bencher, n: usize) {
+    let ws = Workspace::new(&root(n));
+    let inputs = ws.inputs().unwrap();
+    let groups = vramfit::lines::group(&inputs.points, &inputs.policy);
+    let sets: Vec<Vec<FitPoint>> = groups
+        .values()
+        .map(|pts| pts.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect())
+        .collect();
+    bencher.bench(|| sets.iter().map(|s| envelope(divan::black_box(s)).unwrap().support.ids().len()).sum::<usize>());
+}
+
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn assemble_lines(bencher: divan::Bencher, n: usize) {
+    let ws = Workspace::new(&root(n));
     let inputs = ws.inputs().unwrap();
     bencher.bench(|| vramfit::lines::assemble(&inputs.points, &inputs.policy).unwrap().len());
 }
 
-#[divan::bench(sample_count = 10)]
-fn verify(bencher: divan::Bencher) {
-    let dir = root(N);
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn verify(bencher: divan::Bencher, n: usize) {
+    let dir = root(n);
     bencher.bench(|| vramfit::commands::verify::run(&dir).unwrap().findings.len());
+}
+
+/// The whole pipeline a maintainer runs: ingest a CSV into an empty store,
+/// emit, verify.
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn pipeline(bencher: divan::Bencher, n: usize) {
+    let dir = root(1000);
+    let csv_path = dir.join("bench.csv");
+    std::fs::write(&csv_path, csv(n)).unwrap();
+    let opts = vramfit::commands::ingest::IngestOptions {
+        files: vec![csv_path],
+        from: vramfit::commands::ingest::InputFormat::Csv,
+        check: false,
+    };
+    bencher.with_inputs(|| std::fs::remove_file(dir.join("measurements/vae.json")).unwrap()).bench_values(|()| {
+        vramfit::commands::ingest::run(&dir, &opts).unwrap();
+        vramfit::commands::emit::run(&dir, false, true).unwrap();
+        vramfit::commands::verify::run(&dir).unwrap().findings.len()
+    });
 }

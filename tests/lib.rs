@@ -19,5 +19,6 @@ mod report;
 mod reserve;
 mod scale;
 mod snapshots;
+mod streams;
 mod verify;
 mod writers;

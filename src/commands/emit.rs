@@ -28,10 +28,16 @@ pub fn fresh(root: &Path) -> Result<Fresh> {
     let groups = group(&inp.points, &inp.policy);
     let lines = assemble_groups(&groups, &inp.policy)?;
     let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
-    let bytes = crate::fsio::to_json_bytes(&file)?;
-    let shown = lines.iter().map(Line::report).collect();
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
-    let findings = verify::run_fresh(&inp, &groups, &file, &pricer).findings;
+    // The file's bytes and the lines as shown are made beside the audit.
+    let (made, findings) = std::thread::scope(|s| {
+        let made = s.spawn(|| -> Result<(Vec<u8>, Vec<FitLine>)> {
+            Ok((crate::fsio::to_json_bytes(&file)?, lines.iter().map(Line::report).collect()))
+        });
+        let findings = verify::run_fresh(&inp, &groups, &file, &pricer).findings;
+        (made.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), findings)
+    });
+    let (bytes, shown) = made?;
     Ok(Fresh { lines: shown, file, bytes, findings })
 }
 
@@ -40,11 +46,18 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     // ingest running beside this emit is either all in or all out of it.
     let ws = Workspace::new(root);
     let lock = if check { None } else { Some(ws.lock()?) };
-    let Fresh { file, bytes, findings, .. } = fresh(root)?;
     let path = ws.coefficients_path();
-    let old_bytes = std::fs::read(&path).ok();
-    // An unreadable or older-format file counts as "no previous lines".
-    let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());
+    // The file being replaced is read (for the list of changes) beside the fit.
+    let (fresh, (old_bytes, old)) = std::thread::scope(|s| {
+        let old = s.spawn(|| {
+            let old_bytes = std::fs::read(&path).ok();
+            // An unreadable or older-format file counts as "no previous lines".
+            let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());
+            (old_bytes, old)
+        });
+        (fresh(root), old.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let Fresh { file, bytes, findings, .. } = fresh?;
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
     // Only a writer holds the lock (`--check` takes none).
     let written = lock.is_some() && changed && (findings.is_empty() || force);

@@ -1,0 +1,110 @@
+//! Large inputs are read in parts on every core (the store in batches of
+//! point lines, a CSV in parts split at line ends). These tests use inputs
+//! large enough to be split and check that the parts change nothing: the
+//! same points, and the first error in the file is the one reported, with
+//! its line.
+
+use crate::common::*;
+use std::fmt::Write as _;
+use vramfit::points::{csv_input, store, Point};
+use vramfit::registry::Registry;
+use vramfit::workspace::Workspace;
+
+/// Enough points for three batches of the store reader.
+const N: usize = 20_000;
+
+fn registry() -> Registry {
+    Workspace::new(&repo()).policy().unwrap().registry
+}
+
+/// A CSV of `n` rows; `eol` ends each line and every 97th row is followed
+/// by a blank line. Returns the text and the physical line of each row.
+fn csv(n: usize, eol: &str) -> (String, Vec<u64>) {
+    let mut s =
+        format!("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes{eol}");
+    let (mut line, mut lines) = (1u64, Vec::with_capacity(n));
+    for j in 0..n {
+        let (w, h) = (64 * (4 + (j * 7) % 61) as u64, 64 * (4 + (j * 13) % 61) as u64);
+        let demand = 3000 * w * h + (100 << 20);
+        write!(s, "s-{j:06},streams test,cudnn,native,linux,sd,decode,0,fp16,{w},{h},1,{demand}{eol}").unwrap();
+        line += 1;
+        lines.push(line);
+        if j % 97 == 0 {
+            s.push_str(eol);
+            line += 1;
+        }
+    }
+    (s, lines)
+}
+
+fn points() -> Vec<Point> {
+    let rows = csv_input::parse_csv(csv(N, "\n").0.as_bytes(), "s.csv", &registry()).unwrap();
+    rows.into_iter().map(|r| r.point).collect()
+}
+
+/// The store's lines; point `i` is on line `i + 2`.
+fn store_lines(points: &[Point]) -> Vec<String> {
+    String::from_utf8(store::to_bytes(points)).unwrap().lines().map(str::to_string).collect()
+}
+
+fn parse(lines: &[String]) -> Result<Vec<Point>, String> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    store::parse(&text, "vae.json", &registry()).map_err(|e| format!("{e:#}"))
+}
+
+#[test]
+fn a_store_in_batches_reads_back_every_point_in_order() {
+    let pts = points();
+    assert_eq!(parse(&store_lines(&pts)).unwrap(), pts);
+}
+
+#[test]
+fn the_first_bad_line_of_a_batched_store_is_the_one_named() {
+    let lines = store_lines(&points());
+    let at = |i: usize| format!("vae.json:{}:", i + 2);
+    // A non-canonical line in the third batch, and a truncated end after it.
+    let mut bad = lines.clone();
+    bad[1 + 17_000] = bad[1 + 17_000].replacen("\"tile\":0", "\"tile\":00", 1);
+    bad.pop();
+    let e = parse(&bad).unwrap_err();
+    assert!(e.contains(&at(17_000)), "{e}");
+    // A missing comma in the second batch wins over that later bad line.
+    bad[1 + 9_000] = bad[1 + 9_000].trim_end_matches(',').to_string();
+    let e = parse(&bad).unwrap_err();
+    assert!(e.contains(&at(9_000)) && e.contains("followed by a comma"), "{e}");
+    // Two points swapped across the first batch boundary: the order check
+    // between batches names both ids.
+    let mut swapped = lines.clone();
+    swapped.swap(1 + 8_191, 1 + 8_192);
+    let e = parse(&swapped).unwrap_err();
+    assert!(e.contains("s-008192") && e.contains("s-008191") && e.contains("smaller id"), "{e}");
+    // A truncated store with nothing else wrong says so.
+    let mut cut = lines.clone();
+    cut.truncate(12_345);
+    let e = parse(&cut).unwrap_err();
+    assert!(e.contains("truncated"), "{e}");
+}
+
+#[test]
+fn a_csv_read_in_parts_keeps_every_rows_line_number() {
+    for eol in ["\n", "\r\n"] {
+        let (text, lines) = csv(N, eol);
+        assert!(text.len() > 1 << 20, "large enough to be split");
+        let rows = csv_input::parse_csv(text.as_bytes(), "s.csv", &registry()).unwrap();
+        let got: Vec<u64> = rows.iter().map(|r| r.origin.line).collect();
+        assert_eq!(got, lines);
+        // An error near the end (in the last part) and one in the middle:
+        // the earlier one is named, with its physical line.
+        let late = format!("s-{:06},", N - 10);
+        let mid = format!("s-{:06},", N / 2 + 3);
+        let broken =
+            text.replacen(&format!("{late}streams test,cudnn,native"), &format!("{late}streams test,vulkan,native"), 1);
+        let e = csv_input::parse_csv(broken.as_bytes(), "s.csv", &registry()).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("s.csv:{}: conv_backend", lines[N - 10])), "{e}");
+        let broken =
+            broken.replacen(&format!("{mid}streams test,cudnn,native"), &format!("{mid}streams test,cudnn,nope"), 1);
+        let e = csv_input::parse_csv(broken.as_bytes(), "s.csv", &registry()).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("s.csv:{}: allocator", lines[N / 2 + 3])), "{e}");
+    }
+}
