@@ -21,26 +21,44 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
     let shown = crate::fsio::shown(&path);
     // The shipped file is read on a second thread while the store loads.
     let (inp, shipped) = std::thread::scope(|s| {
-        let shipped = s.spawn(|| -> Result<(String, serde_json::Value, Result<coefficients::CoefficientsFile>)> {
-            let text = crate::fsio::read_text(&path)?;
-            let raw = coefficients::read_json(&text, &shown)?;
-            let file = match coefficients::version_mismatch(&raw, &shown) {
-                Some(m) => Err(anyhow::anyhow!(m)),
-                None => coefficients::parse_read(&text, &raw, &shown),
-            };
-            Ok((text, raw, file))
-        });
+        let shipped = s.spawn(|| read_shipped(&path, &shown));
         let inp = ws.inputs();
         (inp, shipped.join().map_err(|_| anyhow::anyhow!("{shown}: the reading thread failed")))
     });
     let inp = inp?;
-    let (text, raw, file) = shipped??;
-    if let Some(m) = coefficients::version_mismatch(&raw, &shown) {
-        return Ok(verify::version_only(&inp, m));
+    match shipped?? {
+        Shipped::OtherVersion(m) => Ok(verify::version_only(&inp, m)),
+        Shipped::Unloadable(raw, e) => verify::unloadable(&inp, &raw, &e),
+        Shipped::Loaded(text, file) => {
+            let coefficients = Coefficients::new(file.clone(), shown.clone());
+            match coefficients {
+                Ok(c) => verify::run(&inp, &text, &file, make(c).as_ref()),
+                Err(e) => verify::unloadable(&inp, &coefficients::read_json(&text, &shown)?, &e),
+            }
+        }
     }
-    let loaded = file.and_then(|f| Ok((f.clone(), Coefficients::new(f, shown.clone())?)));
-    match loaded {
-        Ok((shipped, coefficients)) => verify::run(&inp, &text, &raw, &shipped, make(coefficients).as_ref()),
-        Err(e) => verify::unloadable(&inp, &raw, &e),
+}
+
+/// The shipped file as `verify` needs it.
+enum Shipped {
+    /// Another format or version: the message.
+    OtherVersion(String),
+    /// Valid JSON that the strict loader refuses: the JSON and the reason.
+    Unloadable(serde_json::Value, anyhow::Error),
+    /// Loaded: its text and the file. Its JSON tree is not kept (at 10^6
+    /// points it was a tenth of `verify`'s memory); `verify::run` rebuilds
+    /// it only for a file that differs from a fresh `emit`.
+    Loaded(String, coefficients::CoefficientsFile),
+}
+
+fn read_shipped(path: &Path, shown: &str) -> Result<Shipped> {
+    let text = crate::fsio::read_text(path)?;
+    let raw = coefficients::read_json(&text, shown)?;
+    if let Some(m) = coefficients::version_mismatch(&raw, shown) {
+        return Ok(Shipped::OtherVersion(m));
     }
+    Ok(match coefficients::parse_read(&text, &raw, shown) {
+        Ok(file) => Shipped::Loaded(text, file),
+        Err(e) => Shipped::Unloadable(raw, e),
+    })
 }

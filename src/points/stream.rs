@@ -20,18 +20,26 @@ use std::sync::Mutex;
 /// read on this thread alone.
 const BATCH_LINES: usize = 8192;
 
-/// Consecutive point lines, without their commas.
+/// Consecutive point lines as read (commas included, line ends not).
 struct Batch {
     /// The line number of the first.
     first_line: usize,
-    text: String,
-    /// Where each line ends in `text`.
+    bytes: Vec<u8>,
+    /// Where each line ends in `bytes`.
     ends: Vec<usize>,
+    /// Whether the last line is the store's last point (followed by the
+    /// closing line, so it has no comma).
+    ends_store: bool,
 }
 
 impl Batch {
     fn new(first_line: usize) -> Batch {
-        Batch { first_line, text: String::with_capacity(BATCH_LINES * 512), ends: Vec::with_capacity(BATCH_LINES) }
+        Batch {
+            first_line,
+            bytes: Vec::with_capacity((BATCH_LINES + 1) * 512),
+            ends: Vec::with_capacity(BATCH_LINES + 1),
+            ends_store: false,
+        }
     }
 }
 
@@ -43,14 +51,11 @@ fn parse_batch(b: &Batch, file: &str, registry: &Registry) -> Parsed {
     let mut out: Vec<Point> = Vec::with_capacity(b.ends.len());
     let mut start = 0;
     for (i, end) in b.ends.iter().enumerate() {
-        let json = &b.text[start..*end];
+        let raw = &b.bytes[start..*end];
         start = *end;
         let number = b.first_line + i;
-        let point = match codec::read_point(json, &mut texts) {
-            Some(p) => Ok(p),
-            None => parse_line(json, file, number),
-        };
-        let checked = point.and_then(|p| {
+        let last = b.ends_store && i + 1 == b.ends.len();
+        let checked = point_of_line(raw, last, number, file, &mut texts).and_then(|p| {
             check_point(&p, registry, file)?;
             if let Some(prev) = out.last() {
                 ordered(prev, &p, file)?;
@@ -63,6 +68,21 @@ fn parse_batch(b: &Batch, file: &str, registry: &Registry) -> Parsed {
         }
     }
     (out, None)
+}
+
+/// One point line: UTF-8, a comma unless it is the last point, then the
+/// point (by the codec, else by the serde path).
+fn point_of_line(raw: &[u8], last: bool, number: usize, file: &str, texts: &mut Interners) -> Result<Point> {
+    let line = std::str::from_utf8(raw)
+        .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
+    let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
+    if !last && json.len() == line.len() {
+        bail!("{file}:{number}: expected a point followed by a comma");
+    }
+    match codec::read_point(json, texts) {
+        Some(p) => Ok(p),
+        None => parse_line(json, file, number),
+    }
 }
 
 /// Workers started at the first full batch.
@@ -108,16 +128,7 @@ pub(super) fn read_lines(r: &mut dyn BufRead, capacity: usize, file: &str, regis
         let mut batch = Batch::new(2);
         // Set when a parsed batch, not the frame, stopped the walk.
         let mut batch_failed = false;
-        let framed = frame(r, file, &mut |number, json| {
-            if batch.ends.is_empty() {
-                batch.first_line = number;
-            }
-            batch.text.push_str(json);
-            batch.ends.push(batch.text.len());
-            if batch.ends.len() < BATCH_LINES {
-                return Ok(());
-            }
-            let full = std::mem::replace(&mut batch, Batch::new(number + 1));
+        let framed = frame(r, &mut batch, file, &mut |full: Batch| {
             let p = pool.get_or_insert_with(|| start(scope, workers, file, registry));
             if let Some(jobs) = &p.jobs {
                 jobs.send((p.sent, full)).map_err(|_| anyhow!("{file}: a reading thread stopped"))?;
@@ -174,44 +185,47 @@ fn start<'scope>(
     Pool { jobs: Some(jobs), results, sent: 0 }
 }
 
-/// Walks the lines: hands each point line (without its comma) to `point`
-/// with its line number, and checks the frame. Stops at the first error,
-/// its own or `point`'s.
-fn frame(r: &mut dyn BufRead, file: &str, point: &mut dyn FnMut(usize, &str) -> Result<()>) -> Result<()> {
-    let (mut cur, mut next) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
-    let mut ended = next_line(r, &mut cur, file)?;
+/// Walks the lines, reading each straight into `batch`, and checks the
+/// frame: the closing line, exactly one line end after it, nothing more.
+/// A full batch is handed to `full` once the line after it is read (so it
+/// is known whether its last line is the last point); what is left when
+/// the walk stops stays in `batch`. Stops at the first error, its own or
+/// `full`'s.
+fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMut(Batch) -> Result<()>) -> Result<()> {
     let mut number = 2;
     loop {
-        if cur == TAIL.as_bytes() {
+        let start = batch.bytes.len();
+        r.read_until(b'\n', &mut batch.bytes).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+        let ended = batch.bytes.pop_if(|b| *b == b'\n').is_some();
+        if batch.bytes[start..] == *TAIL.as_bytes() {
+            batch.bytes.truncate(start);
+            batch.ends_store = true;
             // Closed: exactly one line end after `]}`, then nothing.
-            let more = ended && (next_line(r, &mut next, file)? || !next.is_empty());
+            let mut rest = Vec::new();
+            let more = ended && (r.read_until(b'\n', &mut rest).map_err(|e| anyhow!("{file}: cannot read: {e}"))? > 0);
             if !ended || more {
                 bail!("{file}:{}: text after the closing `]}}`", number + 1);
             }
             return Ok(());
         }
         if !ended {
+            batch.bytes.truncate(start);
             bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
         }
-        let next_ended = next_line(r, &mut next, file)?;
-        let last = next == TAIL.as_bytes();
-        let line = std::str::from_utf8(&cur)
-            .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
-        let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
-        if !last && json.len() == line.len() {
-            bail!("{file}:{number}: expected a point followed by a comma");
+        if batch.ends.is_empty() {
+            batch.first_line = number;
         }
-        point(number, json)?;
-        std::mem::swap(&mut cur, &mut next);
-        ended = next_ended;
+        batch.ends.push(batch.bytes.len());
+        if batch.ends.len() > BATCH_LINES {
+            // The line just read starts the next batch.
+            let mut next = Batch::new(number);
+            let cut = batch.ends[BATCH_LINES - 1];
+            next.bytes.extend_from_slice(&batch.bytes[cut..]);
+            next.ends.push(next.bytes.len());
+            batch.bytes.truncate(cut);
+            batch.ends.truncate(BATCH_LINES);
+            full(std::mem::replace(batch, next))?;
+        }
         number += 1;
     }
-}
-
-/// One physical line of the store: its bytes without the line end, and
-/// whether a line end closed it.
-fn next_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, file: &str) -> Result<bool> {
-    buf.clear();
-    r.read_until(b'\n', buf).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    Ok(buf.pop_if(|b| *b == b'\n').is_some())
 }
