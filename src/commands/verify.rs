@@ -30,7 +30,7 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
         Shipped::OtherVersion(m) => Ok(verify::version_only(&inp, m)),
         Shipped::Unloadable(raw, e) => verify::unloadable(&inp, &raw, &e),
         Shipped::Loaded(text, file) => {
-            let coefficients = Coefficients::new(file.clone(), shown.clone());
+            let coefficients = Coefficients::new((*file).clone(), shown.clone());
             match coefficients {
                 Ok(c) => verify::run(&inp, &text, &file, make(c).as_ref()),
                 Err(e) => verify::unloadable(&inp, &coefficients::read_json(&text, &shown)?, &e),
@@ -48,7 +48,7 @@ enum Shipped {
     /// Loaded: its text and the file. Its JSON tree is not kept (at 10^6
     /// points it was a tenth of `verify`'s memory); `verify::run` rebuilds
     /// it only for a file that differs from a fresh `emit`.
-    Loaded(String, coefficients::CoefficientsFile),
+    Loaded(String, Box<coefficients::CoefficientsFile>),
 }
 
 fn read_shipped(path: &Path, shown: &str) -> Result<Shipped> {
@@ -58,7 +58,7 @@ fn read_shipped(path: &Path, shown: &str) -> Result<Shipped> {
         return Ok(Shipped::OtherVersion(m));
     }
     Ok(match coefficients::parse_read(&text, &raw, shown) {
-        Ok(file) => Shipped::Loaded(text, file),
+        Ok(file) => Shipped::Loaded(text, Box::new(file)),
         Err(e) => Shipped::Unloadable(raw, e),
     })
 }
