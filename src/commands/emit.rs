@@ -47,17 +47,19 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     let ws = Workspace::new(root);
     let lock = if check { None } else { Some(ws.lock()?) };
     let path = ws.coefficients_path();
-    // The file being replaced is read (for the list of changes) beside the fit.
-    let (fresh, (old_bytes, old)) = std::thread::scope(|s| {
-        let old = s.spawn(|| {
-            let old_bytes = std::fs::read(&path).ok();
-            // An unreadable or older-format file counts as "no previous lines".
-            let old = old_bytes.as_ref().and_then(|b| coefficients::parse(&String::from_utf8_lossy(b), "").ok());
-            (old_bytes, old)
-        });
+    // The file being replaced is read beside the fit.
+    let (fresh, old_bytes) = std::thread::scope(|s| {
+        let old = s.spawn(|| std::fs::read(&path).ok());
         (fresh(root), old.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
     });
     let Fresh { file, bytes, findings, .. } = fresh?;
+    // The list of changes needs the old file loaded only when its bytes
+    // differ; an unreadable or older-format file counts as "no previous lines".
+    let old = match &old_bytes {
+        Some(b) if *b == bytes => Some(file.clone()),
+        Some(b) => coefficients::parse(&String::from_utf8_lossy(b), "").ok(),
+        None => None,
+    };
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
     // Only a writer holds the lock (`--check` takes none).
     let written = lock.is_some() && changed && (findings.is_empty() || force);

@@ -32,7 +32,13 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
     // A row never spans lines, so the rows split into parts at line ends
     // and each part is read on its own core; the first error in file order wins.
     let parts = split_at_lines(rest, header_line + 1);
-    let read = |(part, first): (&[u8], u64)| read_rows(part, first, &header, &shared_file, file, registry);
+    // The first part's list is sized for the whole file, so the others
+    // are appended without growing it (a grown list is a copy of all rows).
+    let whole = rest.len() / 128;
+    let read = |(part, first): (&[u8], u64)| {
+        let capacity = if first == header_line + 1 { whole } else { part.len() / 128 };
+        read_rows(part, first, capacity, &header, &shared_file, file, registry)
+    };
     let mut results: Vec<Result<Vec<ParsedRow>>> = if parts.len() == 1 {
         parts.into_iter().map(read).collect()
     } else {
@@ -52,13 +58,14 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
 fn read_rows(
     part: &[u8],
     first: u64,
+    capacity: usize,
     header: &Header,
     shared_file: &Text,
     file: &str,
     registry: &Registry,
 ) -> Result<Vec<ParsedRow>> {
     let mut texts = Interners::default();
-    let mut rows = Vec::with_capacity(part.len() / 128);
+    let mut rows = Vec::with_capacity(capacity);
     for (line, raw, _) in physical_lines(part, first).filter(|(_, l, _)| !blank(l)) {
         let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
         if values.len() != header.names.len() {

@@ -66,11 +66,11 @@ pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
     let mut keep = is_new.iter();
     let fresh: Vec<Point> =
         rows.into_iter().filter(|_| keep.next().copied().unwrap_or(false)).map(|r| r.point).collect();
-    let mut points = stored;
-    let stored_len = points.len();
-    points.extend(fresh);
-    if stored_len > 0 {
-        // Two sorted runs: the stable sort merges them in one pass.
+    // The smaller list is moved into the larger; two sorted runs are then
+    // merged by one pass of the stable sort.
+    let (mut points, smaller) = if stored.len() >= fresh.len() { (stored, fresh) } else { (fresh, stored) };
+    if !smaller.is_empty() {
+        points.extend(smaller);
         points.sort_by(|a, b| a.id.cmp(&b.id));
     }
     // Where each new row landed, in input order.
