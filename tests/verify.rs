@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use vramfit::pricing::platform::EnvSnapshot;
 use vramfit::pricing::{Choice, Coefficients, Price, Pricer, Query};
-use vramfit::vocab::{Allocator, Os};
+use vramfit::vocab::{Allocator, Dtype, Os};
 
 fn verify_json(root: &Path) -> (i32, serde_json::Value) {
     let out = vramfit().arg("--root").arg(root).args(["--format", "json", "verify"]).output().unwrap();
@@ -628,5 +628,66 @@ fn every_code_is_documented_in_the_readme_table() {
     let readme = fs::read_to_string(repo().join("README.md")).unwrap();
     for c in vramfit::findings::Code::ALL {
         assert!(readme.contains(&format!("| `{c}` |")), "README lacks a row for `{c}`");
+    }
+}
+
+/// `verify` prices through `quote` (numbers only); `reserve` through
+/// `price`. Over every line key of the shipped file and of a file with
+/// per-platform lines, every dtype, sizes inside, below and above the
+/// measured ranges, batches 1–3, tiles, detected and given allocators and
+/// OSes, and casts, the two give the same bytes, rule and key, or both fail.
+#[test]
+fn quote_and_price_agree_on_every_rule() {
+    let platforms = platform_root();
+    let files = [repo().join("fits/vae.json"), platforms.path().join("fits/vae.json")];
+    let mut compared = 0;
+    let mut rules = std::collections::BTreeSet::new();
+    for file in files {
+        let c = Coefficients::new(vramfit::coefficients::load(&file).unwrap(), "test".into()).unwrap();
+        let envs = [
+            EnvSnapshot::default().on(Os::Linux),
+            EnvSnapshot::default().with("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync").on(Os::Windows),
+        ];
+        let mut keys: Vec<vramfit::points::LineKey> = c.lines.keys().cloned().collect();
+        keys.extend(c.file.insufficient.iter().map(|l| l.key.clone()));
+        for family in ["sd3", "cogview4", "nonexistent"] {
+            keys.push(vramfit::points::LineKey { vae: family.into(), ..keys[0].clone() });
+        }
+        for k in &keys {
+            for dtype in [Dtype::Fp16, Dtype::Bf16, Dtype::Fp32] {
+                for (w, h) in [(256, 256), (1024, 768), (4096, 4096)] {
+                    for batch in [1, 3] {
+                        for given in [true, false] {
+                            for loaded in [None, Some(Dtype::Fp16)] {
+                                let mut q = Query::at_key(k, w, h, batch);
+                                q.dtype = Some(dtype);
+                                q.loaded_dtype = loaded;
+                                if !given {
+                                    q.allocator = Choice::Auto;
+                                    q.os = Choice::Auto;
+                                }
+                                for env in &envs {
+                                    let price = c.price(&q, env);
+                                    let quote = c.quote(&q, env);
+                                    match (&price, &quote) {
+                                        (Ok(p), Ok(t)) => {
+                                            assert_eq!((p.bytes, p.rule, &p.line), (t.bytes, t.rule, &t.line), "{q:?}");
+                                            rules.insert(format!("{:?}", p.rule));
+                                        }
+                                        (Err(_), Err(_)) => {}
+                                        _ => panic!("{q:?}: {price:?} vs {quote:?}"),
+                                    }
+                                    compared += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 5_000, "{compared}");
+    for rule in ["FittedLine", "UnmeasuredRule", "LegacyFloor"] {
+        assert!(rules.contains(rule), "{rule} never reached: {rules:?}");
     }
 }

@@ -201,6 +201,24 @@ pub struct ReserveReport {
 /// prices 10^6 points on every core.
 pub trait Pricer: Sync {
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price>;
+
+    /// The reservation, the rule that set it and the query's key, without
+    /// the explanation (no strings are made): what `verify`'s thousands of
+    /// pricings compare. The default answers through [`Pricer::price`], so
+    /// a pricer that implements only `price` is audited exactly as before;
+    /// the real one shares every number with `price` (a test compares the
+    /// two over every line, rule, dtype, batch, allocator and OS).
+    fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
+        self.price(q, env).map(|p| Quote { bytes: p.bytes, rule: p.rule, line: p.line })
+    }
+}
+
+/// The numbers of an answer (see [`Pricer::quote`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quote {
+    pub bytes: u64,
+    pub rule: Rule,
+    pub line: LineKey,
 }
 
 /// A query's key and how each part of it was decided.
@@ -462,8 +480,10 @@ impl Coefficients {
     }
 }
 
-impl Pricer for Coefficients {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
+impl Coefficients {
+    /// The numbers of an answer: which rule, which line, how many bytes.
+    /// `price` adds the explanation; `quote` stops here.
+    fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled> {
         let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
@@ -508,6 +528,63 @@ impl Pricer for Coefficients {
             Rule::LegacyFloor => legacy.unwrap_or(0),
             _ => line_bytes.unwrap_or(0).checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?,
         };
+        Ok(Settled {
+            key,
+            run,
+            allocator,
+            os,
+            pixels,
+            loaded,
+            growth,
+            rule,
+            priced_by,
+            coef,
+            line_bytes,
+            legacy,
+            bytes,
+        })
+    }
+}
+
+/// What [`Coefficients::settle`] decides.
+struct Settled {
+    key: LineKey,
+    run: Detected<Dtype>,
+    allocator: Detected<Allocator>,
+    os: Detected<Os>,
+    pixels: u64,
+    loaded: Dtype,
+    growth: u64,
+    rule: Rule,
+    priced_by: Option<LineKey>,
+    coef: Option<LineCoef>,
+    line_bytes: Option<u64>,
+    legacy: Option<u64>,
+    bytes: u64,
+}
+
+impl Pricer for Coefficients {
+    fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
+        let s = self.settle(q, env)?;
+        Ok(Quote { bytes: s.bytes, rule: s.rule, line: s.key })
+    }
+
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
+        let Settled {
+            key,
+            run,
+            allocator,
+            os,
+            pixels,
+            loaded,
+            growth,
+            rule,
+            priced_by,
+            coef,
+            line_bytes,
+            legacy,
+            bytes,
+        } = self.settle(q, env)?;
         let size_range = coef.as_ref().and_then(|c| c.size_range);
         let extrapolated = rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| pixels < lo || pixels > hi);
         let mut warnings: Vec<String> = tile_warning(q, &key).into_iter().collect();

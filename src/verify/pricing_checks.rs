@@ -77,7 +77,7 @@ fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec
         // Formatted only for a finding: most points have none.
         let line = || policy.line_key(p).to_string();
         let q = Query::at_key(&p.key, p.width, p.height, p.batch);
-        let price = match pricer.price(&q, &EnvSnapshot::default()) {
+        let price = match pricer.quote(&q, &EnvSnapshot::default()) {
             Ok(pr) => pr,
             Err(e) => {
                 out.push(
@@ -218,7 +218,7 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     continue;
                                 };
                                 cx.pricings += 1;
-                                let found = pricer.price(&q, &EnvSnapshot::default());
+                                let found = pricer.quote(&q, &EnvSnapshot::default());
                                 let bad = match &found {
                                     // A measured line may price below legacy: that is what fitting is for.
                                     Ok(p)
@@ -317,7 +317,7 @@ pub(super) fn query_path(cx: &mut PricingCtx) {
                         let Some((expected, want_rule)) = expected_for(cx.shipped, &query_key, x) else { continue };
                         let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
                         cx.pricings += 1;
-                        let got = cx.pricer.price(&q, env);
+                        let got = cx.pricer.quote(&q, env);
                         let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
                         if !ok {
                             let found = match &got {
