@@ -6,7 +6,7 @@
 //! - `fits/vae.json`: the shipped coefficients (`emit` writes it).
 
 use crate::fsio::{self, RootLock};
-use crate::points::{store, Point};
+use crate::points::{store, stream, Point};
 use crate::policy::{self, Policy, Problem};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
@@ -89,10 +89,10 @@ impl Workspace {
     fn read_store(&self, registry: &crate::registry::Registry) -> Result<(Vec<Point>, String)> {
         let path = self.points_path();
         let shown = fsio::shown(&path);
-        let ((points, form), read_digest) = fsio::read_hashed(&path, |r, len| store::read(r, len, &shown, registry))?;
+        let ((points, form), read_digest) = fsio::read_hashed(&path, |r, len| stream::read(r, len, &shown, registry))?;
         let digest = match form {
-            store::Form::Canonical => read_digest,
-            store::Form::Pretty => store::digest(&points),
+            stream::Form::Canonical => read_digest,
+            stream::Form::Pretty => store::digest(&points),
         };
         Ok((points, digest))
     }

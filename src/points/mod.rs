@@ -7,7 +7,7 @@ pub mod invokeai;
 pub mod merge;
 pub mod row;
 pub mod store;
-mod stream;
+pub mod stream;
 pub mod summary;
 mod wire;
 

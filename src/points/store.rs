@@ -1,5 +1,6 @@
 //! The canonical points file `measurements/vae.json`: every point, sorted by
-//! id, in one byte form for the same content.
+//! id, in one byte form for the same content. This module owns the form,
+//! the invariants and the writer; `stream` reads it.
 //!
 //! Every command that reads the store checks its invariants first (ids
 //! unique and sorted, canonical spellings, no unknown or missing fields,
@@ -14,52 +15,17 @@ use crate::fsio::DigestWriter;
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
-use std::io::BufRead;
 
 pub const FORMAT: &str = "vramfit-points";
 pub const VERSION: u32 = 1;
 
 /// The first line of the store: everything before the first point.
-const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
+pub(super) const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
 /// The last line of the store.
 /// Fewer bytes than any stored point's line takes (its field names alone
 /// are longer): the store's length over this bounds its point count.
-const MIN_LINE: u64 = 300;
+pub(super) const MIN_LINE: u64 = 300;
 pub(super) const TAIL: &str = "]}";
-
-/// How the store was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// One point a line, exactly as [`write`] writes it: its bytes as read
-    /// are the canonical bytes (and their digest is the points digest).
-    Canonical,
-    /// The first, pretty-printed format: the next write converts it, and
-    /// its digest is that of the bytes [`write`] would write.
-    Pretty,
-}
-
-/// Parses a points file and checks every invariant; an error names the
-/// file, the point id and the field.
-pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    Ok(read(&mut text.as_bytes(), text.len() as u64, file, registry)?.0)
-}
-
-/// Reads a points file as a stream. The canonical form is read line by
-/// line, one point a line, and never held whole; an older store (the
-/// pretty-printed first format) is read whole.
-/// `len` (the file's length) only sizes the list of points up front, so
-/// 10^6 points are never copied to a larger list as it grows.
-pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
-    let mut first = Vec::new();
-    r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
-        let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
-        return Ok((super::stream::read_lines(r, capacity, file, registry)?, Form::Canonical));
-    }
-    r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
-    Ok((parse_whole(&text, file, registry)?, Form::Pretty))
-}
 
 /// The digest of the bytes [`write`] writes for these points.
 pub fn digest(points: &[Point]) -> String {
@@ -104,7 +70,7 @@ pub(super) fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
 }
 
 /// The first store format (one pretty-printed document), read whole.
-fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let raw: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
     let format = raw.get("format").and_then(Value::as_str).unwrap_or("");
     let version = raw.get("version").and_then(Value::as_u64).unwrap_or(0);

@@ -1,4 +1,5 @@
-//! The canonical store, read as a stream: this thread frames the lines (the
+//! Reading the store. The first, pretty-printed format is read whole (by
+//! `store`); the canonical one as a stream: this thread frames the lines (the
 //! first line, a comma after every point but the last, the closing line,
 //! nothing after it) and hands batches of point lines to workers, one per
 //! core, that parse and check them. Batches come back in file order, so the
@@ -6,7 +7,7 @@
 //! read would report it, and the points arrive in store order.
 
 use super::row::Interners;
-use super::store::{check_point, ordered, parse_line, TAIL};
+use super::store::{check_point, ordered, parse_line, parse_whole, HEAD, MIN_LINE, TAIL};
 use super::{codec, Point};
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
@@ -14,6 +15,40 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Mutex;
+
+/// How the store was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One point a line, exactly as [`super::store::write`] writes it: its bytes as read
+    /// are the canonical bytes (and their digest is the points digest).
+    Canonical,
+    /// The first, pretty-printed format: the next write converts it, and
+    /// its digest is that of the bytes [`super::store::write`] would write.
+    Pretty,
+}
+
+/// Parses a points file and checks every invariant; an error names the
+/// file, the point id and the field.
+pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+    Ok(read(&mut text.as_bytes(), text.len() as u64, file, registry)?.0)
+}
+
+/// Reads a points file as a stream. The canonical form is read line by
+/// line, one point a line, and never held whole; an older store (the
+/// pretty-printed first format) is read whole.
+/// `len` (the file's length) only sizes the list of points up front, so
+/// 10^6 points are never copied to a larger list as it grows.
+pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
+    let mut first = Vec::new();
+    r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
+        let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
+        return Ok((read_lines(r, capacity, file, registry)?, Form::Canonical));
+    }
+    r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
+    Ok((parse_whole(&text, file, registry)?, Form::Pretty))
+}
 
 /// Point lines per batch: large enough that a batch costs far more than
 /// handing it over, small enough that a store of a few thousand points is
@@ -120,7 +155,7 @@ impl Merged {
 
 /// Reads the point lines after the first line of a canonical store, up to
 /// and including the closing line.
-pub(super) fn read_lines(r: &mut dyn BufRead, capacity: usize, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+fn read_lines(r: &mut dyn BufRead, capacity: usize, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).max(1);
     std::thread::scope(|scope| {
         let mut pool: Option<Pool> = None;
