@@ -167,6 +167,15 @@ pub fn read_hashed<T>(
 ) -> Result<(T, String)> {
     let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < SMALL {
+        // A small file is read whole and hashed here: a thread would cost
+        // more than the hash.
+        let mut bytes = Vec::with_capacity(len as usize);
+        std::io::Read::read_to_end(&mut { file }, &mut bytes)
+            .with_context(|| format!("{}: cannot read file", path.display()))?;
+        let result = read(&mut bytes.as_slice(), len)?;
+        return Ok((result, sha256_tag(&bytes)));
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(16);
         // Emptied chunks go back to the reader: no fresh pages per chunk.
@@ -188,6 +197,10 @@ pub fn read_hashed<T>(
         Ok((result?, digest))
     })
 }
+
+/// Below this many bytes, reading on one thread is faster than starting
+/// another (the shipped store is 60 KiB).
+pub const SMALL: u64 = 1 << 20;
 
 /// A reader that hands a copy of every byte it reads to the hashing thread.
 struct Tee {

@@ -19,12 +19,17 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
     let ws = Workspace::new(root);
     let path = ws.coefficients_path();
     let shown = crate::fsio::shown(&path);
-    // The shipped file is read on a second thread while the store loads.
-    let (inp, shipped) = std::thread::scope(|s| {
-        let shipped = s.spawn(|| read_shipped(&path, &shown));
-        let inp = ws.inputs();
-        (inp, shipped.join().map_err(|_| anyhow::anyhow!("{shown}: the reading thread failed")))
-    });
+    // A large shipped file is read on a second thread while the store loads.
+    let large = std::fs::metadata(&path).is_ok_and(|m| m.len() >= crate::fsio::SMALL);
+    let (inp, shipped) = if large {
+        std::thread::scope(|s| {
+            let shipped = s.spawn(|| read_shipped(&path, &shown));
+            let inp = ws.inputs();
+            (inp, shipped.join().map_err(|_| anyhow::anyhow!("{shown}: the reading thread failed")))
+        })
+    } else {
+        (ws.inputs(), Ok(read_shipped(&path, &shown)))
+    };
     let inp = inp?;
     match shipped?? {
         Shipped::OtherVersion(m) => Ok(verify::version_only(&inp, m)),

@@ -78,11 +78,18 @@ pub fn run(inputs: &Inputs, text: &str, shipped: &CoefficientsFile, pricer: &dyn
     // The fresh fit and its comparison run on a second thread while this
     // one prices every point: on two cores the two halves overlap.
     let groups = group(&inputs.points, &inputs.policy);
+    let reproduce = || -> Result<Vec<Finding>> {
+        let (fresh, file) = expected_from(inputs, &groups)?;
+        reproduction(inputs, &fresh, &file, text, shipped)
+    };
+    if inputs.points.len() < 20_000 {
+        // A small store is checked on one thread: a second costs more than it saves.
+        let (mut findings, pricings) = pricing(inputs, &groups, shipped, pricer);
+        findings.extend(reproduce()?);
+        return Ok(finish_all(findings, shipped, inputs, pricings));
+    }
     std::thread::scope(|s| {
-        let reproduced = s.spawn(|| -> Result<Vec<Finding>> {
-            let (fresh, file) = expected_from(inputs, &groups)?;
-            reproduction(inputs, &fresh, &file, text, shipped)
-        });
+        let reproduced = s.spawn(reproduce);
         let (mut findings, pricings) = pricing(inputs, &groups, shipped, pricer);
         findings.extend(reproduced.join().map_err(|_| anyhow::anyhow!("the verify thread failed"))??);
         Ok(finish_all(findings, shipped, inputs, pricings))
