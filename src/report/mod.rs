@@ -6,6 +6,7 @@ pub mod bundle;
 mod crossval;
 mod diff;
 mod fit;
+mod grid;
 mod ingest;
 
 mod plan;
@@ -17,9 +18,6 @@ mod verify;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
-use tabled::builder::Builder;
-use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
 
 /// Output formats (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,20 +61,7 @@ pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String>
     }
 }
 
-/// A rounded table; the `right` columns are right-aligned numbers.
-pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
-    let mut b = Builder::default();
-    b.push_record(headers.iter().map(|h| h.to_string()));
-    for r in rows {
-        b.push_record(r);
-    }
-    let mut t = b.build();
-    t.with(Style::rounded());
-    for c in right {
-        t.modify(Columns::single(*c), Alignment::right());
-    }
-    t.to_string()
-}
+pub use grid::grid;
 
 /// A markdown table.
 pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {
