@@ -242,8 +242,56 @@ pub fn to_json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     Ok(v)
 }
 
+/// Whether `value` serialises, as [`to_json_bytes`] writes it, to exactly
+/// `bytes`: compared piece by piece as it is written, never built (a
+/// shipped file of 10^6 point ids is 23 MB, and building it to compare it
+/// was a sixth of `verify`'s peak memory).
+pub fn writes_exactly<T: serde::Serialize>(value: &T, bytes: &[u8]) -> Result<bool> {
+    struct Compare<'a> {
+        rest: &'a [u8],
+        same: bool,
+    }
+    impl Write for Compare<'_> {
+        fn write(&mut self, piece: &[u8]) -> std::io::Result<usize> {
+            match self.rest.strip_prefix(piece) {
+                Some(rest) if self.same => self.rest = rest,
+                _ => self.same = false,
+            }
+            Ok(piece.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Compare { rest: bytes, same: true };
+    serde_json::to_writer_pretty(&mut c, value)?;
+    Ok(c.same && c.rest == b"\n")
+}
+
 /// A path as shown to people: without a leading `./`.
 pub fn shown(p: &Path) -> String {
     let s = p.display().to_string();
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{to_json_bytes, writes_exactly};
+
+    #[test]
+    fn writes_exactly_agrees_with_the_bytes_written() {
+        let value = serde_json::json!({"a": [1, 2, {"b": "é\n"}], "c": null});
+        let bytes = to_json_bytes(&value).unwrap();
+        assert!(writes_exactly(&value, &bytes).unwrap());
+        // Any one byte changed, a byte missing or one more: not the same.
+        for i in 0..bytes.len() {
+            let mut other = bytes.clone();
+            other[i] ^= 1;
+            assert!(!writes_exactly(&value, &other).unwrap(), "byte {i}");
+        }
+        assert!(!writes_exactly(&value, &bytes[..bytes.len() - 1]).unwrap());
+        let mut longer = bytes.clone();
+        longer.push(b'\n');
+        assert!(!writes_exactly(&value, &longer).unwrap());
+    }
 }

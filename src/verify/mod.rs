@@ -116,7 +116,7 @@ fn reproduction(
     shipped: &CoefficientsFile,
 ) -> Result<Vec<Finding>> {
     let mut findings = reproduce::policy_problems(inputs);
-    if crate::fsio::to_json_bytes(file)? == text.as_bytes() {
+    if crate::fsio::writes_exactly(file, text.as_bytes())? {
         return Ok(findings);
     }
     let expected = serde_json::to_value(file)?;
