@@ -45,13 +45,6 @@ pub struct PricedPoint {
     pub reserve: Option<u64>,
 }
 
-impl PricedPoint {
-    /// `reserve / demand`, exactly.
-    pub fn ratio(&self) -> Option<Ratio> {
-        self.reserve.and_then(|r| Ratio::new(i128::from(r), i128::from(self.demand)).ok())
-    }
-}
-
 /// A line with everything `fit`, `emit` and `verify` need to know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {

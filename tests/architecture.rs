@@ -15,6 +15,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("findings", 0),
     ("fsio", 0),
     ("text", 0),
+    ("par", 0),
     ("units", 1),
     ("fit", 1),
     ("points", 2),

@@ -30,13 +30,13 @@ pub fn fresh(root: &Path) -> Result<Fresh> {
     let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
     let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
     // The file's bytes and the lines as shown are made beside the audit.
-    let (made, findings) = std::thread::scope(|s| {
-        let made = s.spawn(|| -> Result<(Vec<u8>, Vec<FitLine>)> {
+    let (made, findings) = crate::par::join(
+        true,
+        || -> Result<(Vec<u8>, Vec<FitLine>)> {
             Ok((crate::fsio::to_json_bytes(&file)?, lines.iter().map(Line::report).collect()))
-        });
-        let findings = verify::run_fresh(&inp, &groups, &file, &pricer).findings;
-        (made.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), findings)
-    });
+        },
+        || verify::run_fresh(&inp, &groups, &file, &pricer).findings,
+    );
     let (bytes, shown) = made?;
     Ok(Fresh { lines: shown, file, bytes, findings })
 }
@@ -48,10 +48,7 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     let lock = if check { None } else { Some(ws.lock()?) };
     let path = ws.coefficients_path();
     // The file being replaced is read beside the fit.
-    let (fresh, old_bytes) = std::thread::scope(|s| {
-        let old = s.spawn(|| std::fs::read(&path).ok());
-        (fresh(root), old.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
+    let (old_bytes, fresh) = crate::par::join(true, || std::fs::read(&path).ok(), || fresh(root));
     let Fresh { file, bytes, findings, .. } = fresh?;
     // The list of changes needs the old file loaded only when its bytes
     // differ; an unreadable or older-format file counts as "no previous lines".

@@ -56,10 +56,7 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let lock = if opts.check { None } else { Some(ws.lock()?) };
     // The files and the store are read side by side; a bad file is
     // reported before a bad store.
-    let (per_file, stored) = std::thread::scope(|s| {
-        let stored = s.spawn(|| ws.points(&policy));
-        (read_rows(opts, &policy.registry), stored.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
+    let (stored, per_file) = crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry));
     let per_file = per_file?;
     let stored = stored?;
     let sizes: Vec<(String, usize)> = per_file.iter().map(|(n, r)| (n.clone(), r.len())).collect();

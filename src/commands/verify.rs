@@ -21,17 +21,9 @@ pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> 
     let shown = crate::fsio::shown(&path);
     // A large shipped file is read on a second thread while the store loads.
     let large = std::fs::metadata(&path).is_ok_and(|m| m.len() >= crate::fsio::SMALL);
-    let (inp, shipped) = if large {
-        std::thread::scope(|s| {
-            let shipped = s.spawn(|| read_shipped(&path, &shown));
-            let inp = ws.inputs();
-            (inp, shipped.join().map_err(|_| anyhow::anyhow!("{shown}: the reading thread failed")))
-        })
-    } else {
-        (ws.inputs(), Ok(read_shipped(&path, &shown)))
-    };
+    let (shipped, inp) = crate::par::join(large, || read_shipped(&path, &shown), || ws.inputs());
     let inp = inp?;
-    match shipped?? {
+    match shipped? {
         Shipped::OtherVersion(m) => Ok(verify::version_only(&inp, m)),
         Shipped::Unloadable(raw, e) => verify::unloadable(&inp, &raw, &e),
         Shipped::Loaded(text, file) => {

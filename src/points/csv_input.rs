@@ -39,14 +39,7 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Vec<Pa
         let capacity = if first == header_line + 1 { whole } else { part.len() / 128 };
         read_rows(part, first, capacity, &header, &shared_file, file, registry)
     };
-    let mut results: Vec<Result<Vec<ParsedRow>>> = if parts.len() == 1 {
-        parts.into_iter().map(read).collect()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = parts.into_iter().map(|p| s.spawn(move || read(p))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
-    };
+    let mut results = crate::par::map(parts, read);
     let mut rows = results.remove(0)?;
     for r in results {
         rows.append(&mut r?);

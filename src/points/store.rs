@@ -22,10 +22,11 @@ pub const VERSION: u32 = 1;
 /// The first line of the store: everything before the first point.
 pub(super) const HEAD: &str = "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[";
 /// The last line of the store.
-/// Fewer bytes than any stored point's line takes (its field names alone
-/// are longer): the store's length over this bounds its point count.
-pub(super) const MIN_LINE: u64 = 300;
 pub(super) const TAIL: &str = "]}";
+/// Fewer bytes than any stored point's line takes (its field names and
+/// the shortest values are longer): the store's length over this bounds
+/// its point count.
+pub(super) const MIN_LINE: u64 = 300;
 
 /// The digest of the bytes [`write`] writes for these points.
 pub fn digest(points: &[Point]) -> String {

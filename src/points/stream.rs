@@ -136,15 +136,15 @@ struct Merged {
 
 impl Merged {
     /// Appends every batch whose turn has come; the first error stops it.
+    /// A batch is in id order already: only its first point is checked
+    /// against the last one before it.
     fn settle(&mut self, file: &str) -> Result<()> {
         while let Some((points, error)) = self.early.remove(&self.next) {
             self.next += 1;
-            for p in points {
-                if let Some(prev) = self.points.last() {
-                    ordered(prev, &p, file)?;
-                }
-                self.points.push(p);
+            if let (Some(prev), Some(first)) = (self.points.last(), points.first()) {
+                ordered(prev, first, file)?;
             }
+            self.points.extend(points);
             if let Some(e) = error {
                 return Err(e);
             }

@@ -570,66 +570,55 @@ impl Pricer for Coefficients {
     }
 
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
-        let Settled {
-            key,
-            run,
-            allocator,
-            os,
-            pixels,
-            loaded,
-            growth,
-            rule,
-            priced_by,
-            coef,
-            line_bytes,
-            legacy,
-            bytes,
-        } = self.settle(q, env)?;
-        let size_range = coef.as_ref().and_then(|c| c.size_range);
-        let extrapolated = rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| pixels < lo || pixels > hi);
-        let mut warnings: Vec<String> = tile_warning(q, &key).into_iter().collect();
+        let s = self.settle(q, env)?;
+        let size_range = s.coef.as_ref().and_then(|c| c.size_range);
+        let extrapolated =
+            s.rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| s.pixels < lo || s.pixels > hi);
+        let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
+        let mut warnings: Vec<String> = tile_warning(q, &s.key).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(format!(
-                "{pixels} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
-                priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default()
+                "{} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
+                s.pixels,
+                priced_by()
             ));
         }
-        if matches!(rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
-            warnings.push(format!("no line measured for {key}: priced by the {}", rule.as_str()));
+        if matches!(s.rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
+            warnings.push(format!("no line measured for {}: priced by the {}", s.key, s.rule.as_str()));
         }
-        if !self.family_measured(&key.vae) {
+        if !self.family_measured(&s.key.vae) {
             warnings.push(format!(
                 "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
                  the previous estimator's guess, not a measurement",
-                key.vae
+                s.key.vae
             ));
         }
-        if rule == Rule::AnyOsLine {
+        if s.rule == Rule::AnyOsLine {
             warnings.push(format!(
                 "priced by {}, measured without a published OS: that line is a lower bound for every OS",
-                priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default()
+                priced_by()
             ));
         }
         Ok(Price {
-            bytes,
-            mib: bytes.div_ceil(MIB),
-            rule,
-            priced_by,
-            slope: coef.as_ref().map(|c| Slope(c.slope_centi)),
-            base_mib: coef.as_ref().map(|c| c.base_mib),
-            pixels,
-            line_bytes,
-            weight_growth_bytes: growth,
-            legacy_bytes: legacy,
+            bytes: s.bytes,
+            mib: s.bytes.div_ceil(MIB),
+            rule: s.rule,
+            slope: s.coef.as_ref().map(|c| Slope(c.slope_centi)),
+            base_mib: s.coef.as_ref().map(|c| c.base_mib),
+            pixels: s.pixels,
+            line_bytes: s.line_bytes,
+            weight_growth_bytes: s.growth,
+            legacy_bytes: s.legacy,
             extrapolated,
             size_range,
-            run_dtype: run,
-            loaded_dtype: loaded,
-            allocator,
-            os,
-            tile_asked: tile_asked(q, &key),
+            loaded_dtype: s.loaded,
+            tile_asked: tile_asked(q, &s.key),
             warnings,
-            line: key,
+            priced_by: s.priced_by,
+            run_dtype: s.run,
+            allocator: s.allocator,
+            os: s.os,
+            line: s.key,
         })
     }
 }

@@ -78,22 +78,17 @@ pub fn run(inputs: &Inputs, text: &str, shipped: &CoefficientsFile, pricer: &dyn
     // The fresh fit and its comparison run on a second thread while this
     // one prices every point: on two cores the two halves overlap.
     let groups = group(&inputs.points, &inputs.policy);
-    let reproduce = || -> Result<Vec<Finding>> {
-        let (fresh, file) = expected_from(inputs, &groups)?;
-        reproduction(inputs, &fresh, &file, text, shipped)
-    };
-    if inputs.points.len() < 20_000 {
-        // A small store is checked on one thread: a second costs more than it saves.
-        let (mut findings, pricings) = pricing(inputs, &groups, shipped, pricer);
-        findings.extend(reproduce()?);
-        return Ok(finish_all(findings, shipped, inputs, pricings));
-    }
-    std::thread::scope(|s| {
-        let reproduced = s.spawn(reproduce);
-        let (mut findings, pricings) = pricing(inputs, &groups, shipped, pricer);
-        findings.extend(reproduced.join().map_err(|_| anyhow::anyhow!("the verify thread failed"))??);
-        Ok(finish_all(findings, shipped, inputs, pricings))
-    })
+    // (A small store is checked on one thread: a second costs more than it saves.)
+    let (reproduced, (mut findings, pricings)) = crate::par::join(
+        inputs.points.len() >= crate::par::FEW_POINTS,
+        || -> Result<Vec<Finding>> {
+            let (fresh, file) = expected_from(inputs, &groups)?;
+            reproduction(inputs, &fresh, &file, text, shipped)
+        },
+        || pricing(inputs, &groups, shipped, pricer),
+    );
+    findings.extend(reproduced?);
+    Ok(finish_all(findings, shipped, inputs, pricings))
 }
 
 /// The checks a file `emit` has just built can fail: the certificate and
@@ -143,8 +138,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
 }
 
 fn finish_all(findings: Vec<Finding>, shipped: &CoefficientsFile, inputs: &Inputs, pricings: usize) -> VerifyReport {
-    let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
-    finish(findings, shipped.lines.len(), shipped.insufficient.len(), inputs, included, pricings)
+    finish(findings, shipped.lines.len(), shipped.insufficient.len(), inputs, pricings)
 }
 
 /// The report for a shipped file that does not load (a wrong type, an
@@ -160,18 +154,11 @@ pub fn unloadable(inputs: &Inputs, raw: &serde_json::Value, error: &anyhow::Erro
         format!("{error:#}"),
         "reserve and plan refuse this file: restore it, or run `vramfit emit`",
     ));
-    let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
-    Ok(finish(findings, 0, 0, inputs, included, 0))
+    Ok(finish(findings, 0, 0, inputs, 0))
 }
 
-fn finish(
-    findings: Vec<Finding>,
-    lines: usize,
-    insufficient: usize,
-    inputs: &Inputs,
-    included: usize,
-    pricings: usize,
-) -> VerifyReport {
+fn finish(findings: Vec<Finding>, lines: usize, insufficient: usize, inputs: &Inputs, pricings: usize) -> VerifyReport {
+    let included = inputs.points.iter().filter(|p| !inputs.policy.is_excluded(&p.id)).count();
     let mut findings = sorted(findings);
     findings.dedup();
     VerifyReport {

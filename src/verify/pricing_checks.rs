@@ -37,13 +37,13 @@ pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
     let included: Vec<&Point> = cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)).collect();
     let pricer = cx.pricer;
-    let threads = if included.len() < 20_000 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+    let threads = if included.len() < crate::par::FEW_POINTS {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
     let slice = included.len().div_ceil(threads).max(1);
-    let parts: Vec<(Vec<Finding>, Vec<Text>)> = std::thread::scope(|s| {
-        let handles: Vec<_> =
-            included.chunks(slice).map(|part| s.spawn(move || price_points(part, pricer, policy))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    });
+    let parts = crate::par::map(included.chunks(slice).collect(), |part| price_points(part, pricer, policy));
     cx.pricings += included.len();
     let mut over_bound_ids = std::collections::BTreeSet::new();
     for (findings, over) in parts {
