@@ -45,5 +45,10 @@ fn fit_one_line(bencher: divan::Bencher, n: usize) {
 #[divan::bench(sample_count = 20)]
 fn emit_shipped_data(bencher: divan::Bencher) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    bencher.bench(|| vramfit::commands::emit::fresh(divan::black_box(&root)).unwrap().bytes.len());
+    bencher.bench(|| {
+        vramfit::commands::emit::fresh(divan::black_box(&root), vramfit::commands::emit::Purpose::Write)
+            .unwrap()
+            .bytes
+            .map_or(0, |b| b.len())
+    });
 }

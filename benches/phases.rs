@@ -44,8 +44,7 @@ fn root(n: usize) -> PathBuf {
         policy.split("\n\n").filter(|b| !b.starts_with("[[exclude]]") && !b.starts_with("[[keep]]")).collect();
     std::fs::write(dir.join("fits/policy.toml"), kept.join("\n\n")).unwrap();
     let registry = Workspace::new(&dir).policy().unwrap().registry;
-    let rows = csv_input::parse_csv(csv(n).as_bytes(), "bench.csv", &registry).unwrap();
-    let points: Vec<_> = rows.into_iter().map(|r| r.point).collect();
+    let points = csv_input::parse_csv(csv(n).as_bytes(), "bench.csv", &registry).unwrap().points;
     std::fs::write(dir.join("measurements/vae.json"), store::to_bytes(&points)).unwrap();
     vramfit::commands::emit::run(&dir, false, true).unwrap();
     dir

@@ -198,6 +198,13 @@ pub fn read_hashed<T>(
     })
 }
 
+/// Reads a file as a stream, not hashing it: what `read` returns.
+pub fn read_streamed<T>(path: &Path, read: impl FnOnce(&mut dyn std::io::BufRead, u64) -> Result<T>) -> Result<T> {
+    let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    read(&mut std::io::BufReader::with_capacity(1 << 20, file), len)
+}
+
 /// Below this many bytes, reading on one thread is faster than starting
 /// another (the shipped store is 60 KiB).
 pub const SMALL: u64 = 1 << 20;

@@ -38,8 +38,7 @@ fn csv(n: usize, eol: &str) -> (String, Vec<u64>) {
 }
 
 fn points() -> Vec<Point> {
-    let rows = csv_input::parse_csv(csv(N, "\n").0.as_bytes(), "s.csv", &registry()).unwrap();
-    rows.into_iter().map(|r| r.point).collect()
+    csv_input::parse_csv(csv(N, "\n").0.as_bytes(), "s.csv", &registry()).unwrap().points
 }
 
 /// The store's lines; point `i` is on line `i + 2`.
@@ -92,7 +91,7 @@ fn a_csv_read_in_parts_keeps_every_rows_line_number() {
         let (text, lines) = csv(N, eol);
         assert!(text.len() > 1 << 20, "large enough to be split");
         let rows = csv_input::parse_csv(text.as_bytes(), "s.csv", &registry()).unwrap();
-        let got: Vec<u64> = rows.iter().map(|r| r.origin.line).collect();
+        let got: Vec<u64> = rows.origins.iter().map(|o| o.line).collect();
         assert_eq!(got, lines);
         // An error near the end (in the last part) and one in the middle:
         // the earlier one is named, with its physical line.
@@ -106,5 +105,40 @@ fn a_csv_read_in_parts_keeps_every_rows_line_number() {
             broken.replacen(&format!("{mid}streams test,cudnn,native"), &format!("{mid}streams test,cudnn,nope"), 1);
         let e = csv_input::parse_csv(broken.as_bytes(), "s.csv", &registry()).unwrap_err().to_string();
         assert!(e.starts_with(&format!("s.csv:{}: allocator", lines[N / 2 + 3])), "{e}");
+    }
+}
+
+#[test]
+fn a_csv_read_in_small_chunks_gives_the_same_rows_lines_and_errors() {
+    let registry = registry();
+    for eol in ["\n", "\r\n", "\r"] {
+        let (body, lines) = csv(300, eol);
+        // A BOM and blank lines before the header move every line number.
+        let text = format!("\u{FEFF}{eol}  {eol}{body}");
+        let lines: Vec<u64> = lines.iter().map(|l| l + 2).collect();
+        let whole = csv_input::parse_csv(text.as_bytes(), "s.csv", &registry).unwrap();
+        assert_eq!(whole.origins.iter().map(|o| o.line).collect::<Vec<_>>(), lines);
+        let broken = text.replacen("s-000250,streams test,cudnn", "s-000250,streams test,vulkan", 1);
+        let want = csv_input::parse_csv(broken.as_bytes(), "s.csv", &registry).unwrap_err().to_string();
+        assert!(want.starts_with(&format!("s.csv:{}: conv_backend", lines[250])), "{want}");
+        // Chunks that cut inside the BOM, the header, a CR LF pair and rows.
+        for chunk in [1, 2, 3, 5, 64, 1000, 4096] {
+            let read = |t: &str, len: u64| {
+                csv_input::read_csv_in_chunks(&mut t.as_bytes(), len, "s.csv", &registry, chunk)
+                    .map_err(|e| e.to_string())
+            };
+            // With the length known, and unknown (a pipe).
+            for len in [text.len() as u64, 0] {
+                let got = read(&text, len).unwrap();
+                assert_eq!(got.points, whole.points, "chunk {chunk}, eol {eol:?}");
+                assert_eq!(got.origins, whole.origins, "chunk {chunk}, eol {eol:?}");
+                assert_eq!(read(&broken, len).unwrap_err(), want, "chunk {chunk}, eol {eol:?}");
+            }
+        }
+    }
+    // Only blank lines: an empty file, at any chunk size.
+    for chunk in [1, 4, 4096] {
+        let e = csv_input::read_csv_in_chunks(&mut &b"\n \r\n\t\n"[..], 0, "e.csv", &registry, chunk).unwrap_err();
+        assert!(e.to_string().starts_with("e.csv:1: empty file"), "{e}");
     }
 }

@@ -5,7 +5,7 @@ use crate::coefficients::{self, CoefficientsFile};
 use crate::lines::{assemble_groups, group, FitLine, Line};
 use crate::pricing::Coefficients;
 use crate::verify::{self, Finding};
-use crate::workspace::Workspace;
+use crate::workspace::{Digest, Workspace};
 use anyhow::Result;
 use std::path::Path;
 
@@ -15,30 +15,51 @@ pub struct Fresh {
     pub lines: Vec<FitLine>,
     /// The file `emit` writes.
     pub file: CoefficientsFile,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
+    /// Its bytes, when made for writing ([`Purpose::Write`]).
+    pub bytes: Option<Vec<u8>>,
     /// What `verify` would report on it, so `fit` and `emit` say at write
     /// time what CI would say after.
     pub findings: Vec<Finding>,
 }
 
+/// What the fresh file is made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// `emit`: the file's bytes, with the store's digest in them.
+    Write,
+    /// `fit`: the lines and findings only; the store is not hashed and no
+    /// bytes are made (at 10^6 points that was a quarter of `fit`).
+    Show,
+}
+
 /// Fits the lines, builds the file and runs every `verify` check on it.
-pub fn fresh(root: &Path) -> Result<Fresh> {
-    let inp = Workspace::new(root).inputs_strict()?;
+pub fn fresh(root: &Path, purpose: Purpose) -> Result<Fresh> {
+    let digest = match purpose {
+        Purpose::Write => Digest::Compute,
+        Purpose::Show => Digest::Skip,
+    };
+    let inp = Workspace::new(root).inputs_strict(digest)?;
     let groups = group(&inp.points, &inp.policy);
     let lines = assemble_groups(&groups, &inp.policy)?;
-    let file = coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
-    let pricer = Coefficients::new(file.clone(), "the fresh fits/vae.json".into())?;
+    let file = coefficients::build(&lines, &inp.policy, inp.points_digest(), &inp.policy_digest);
+    // The pricer owns the file (at 10^6 points a copy of its point ids
+    // was 20 MB).
+    let pricer = Coefficients::new(file, "the fresh fits/vae.json".into())?;
+    let file = &pricer.file;
     // The file's bytes and the lines as shown are made beside the audit.
     let (made, findings) = crate::par::join(
         true,
-        || -> Result<(Vec<u8>, Vec<FitLine>)> {
-            Ok((crate::fsio::to_json_bytes(&file)?, lines.iter().map(Line::report).collect()))
+        || -> Result<(Option<Vec<u8>>, Vec<FitLine>)> {
+            let bytes = match purpose {
+                Purpose::Write => Some(crate::fsio::to_json_bytes(file)?),
+                Purpose::Show => None,
+            };
+            Ok((bytes, lines.iter().map(Line::report).collect()))
         },
-        || verify::run_fresh(&inp, &groups, &file, &pricer).findings,
+        || verify::run_fresh(&inp, &groups, file, &pricer).findings,
     );
     let (bytes, shown) = made?;
-    Ok(Fresh { lines: shown, file, bytes, findings })
+    Ok(Fresh { lines: shown, file: pricer.file, bytes, findings })
 }
 
 pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
@@ -48,13 +69,18 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     let lock = if check { None } else { Some(ws.lock()?) };
     let path = ws.coefficients_path();
     // The file being replaced is read beside the fit.
-    let (old_bytes, fresh) = crate::par::join(true, || std::fs::read(&path).ok(), || fresh(root));
+    let (old_bytes, fresh) = crate::par::join(true, || std::fs::read(&path).ok(), || fresh(root, Purpose::Write));
     let Fresh { file, bytes, findings, .. } = fresh?;
+    let bytes = bytes.unwrap_or_default();
     // The list of changes needs the old file loaded only when its bytes
     // differ; an unreadable or older-format file counts as "no previous lines".
+    let loaded;
     let old = match &old_bytes {
-        Some(b) if *b == bytes => Some(file.clone()),
-        Some(b) => coefficients::parse(&String::from_utf8_lossy(b), "").ok(),
+        Some(b) if *b == bytes => Some(&file),
+        Some(b) => {
+            loaded = coefficients::parse(&String::from_utf8_lossy(b), "").ok();
+            loaded.as_ref()
+        }
         None => None,
     };
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
@@ -69,7 +95,7 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
         changed,
         written,
         force,
-        changes: diff(old.as_ref(), &file),
+        changes: diff(old, &file),
         findings,
     })
 }

@@ -1,9 +1,9 @@
 //! `vramfit ingest`: measurement files into `measurements/vae.json`.
 
-use crate::points::csv_input::parse_csv;
+use crate::points::csv_input::read_csv;
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
-use crate::points::row::ParsedRow;
+use crate::points::row::Rows;
 use crate::points::store;
 use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
@@ -30,22 +30,34 @@ pub struct IngestOptions {
     pub check: bool,
 }
 
-/// Reads the files named in `opts` into rows.
-pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> Result<Vec<(String, Vec<ParsedRow>)>> {
-    let mut out = Vec::new();
+/// Reads the files named in `opts` into rows: every file's rows in the
+/// order given, and each file's name and row count.
+pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> Result<(Rows, Vec<(String, usize)>)> {
+    let mut all = Rows::default();
+    let mut sizes = Vec::new();
     for f in &opts.files {
         let name = f.display().to_string();
-        let bytes = std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?;
-        let rows = match &opts.from {
-            InputFormat::Csv => parse_csv(&bytes, &name, registry)?,
+        let mut rows = match &opts.from {
+            InputFormat::Csv => {
+                let mut file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
+                let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                read_csv(&mut std::io::BufReader::with_capacity(1 << 16, &mut file), len, &name, registry)?
+            }
             InputFormat::InvokeaiBenchmark(ctx) => {
+                let bytes = std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?;
                 let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
                 invokeai::parse(&text, &name, ctx, registry)?
             }
         };
-        out.push((name, rows));
+        sizes.push((name, rows.len()));
+        // One file's rows are taken as they are; more are appended.
+        if all.is_empty() {
+            all = rows;
+        } else {
+            all.append(&mut rows);
+        }
     }
-    Ok(out)
+    Ok((all, sizes))
 }
 
 pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
@@ -57,14 +69,12 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     // The files and the store are read side by side; a bad file is
     // reported before a bad store.
     let (stored, per_file) = crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry));
-    let per_file = per_file?;
+    let (all, sizes) = per_file?;
     let stored = stored?;
-    let sizes: Vec<(String, usize)> = per_file.iter().map(|(n, r)| (n.clone(), r.len())).collect();
-    let all: Vec<ParsedRow> = per_file.into_iter().flat_map(|(_, r)| r).collect();
     // What only `--check` reports: ids the files hold that the store lacks,
     // and stored ids none of the files produce.
     let (missing, orphans) = if opts.check {
-        let from_files: BTreeSet<&str> = all.iter().map(|r| r.point.id.as_str()).collect();
+        let from_files: BTreeSet<&str> = all.points.iter().map(|p| p.id.as_str()).collect();
         let stored_ids: BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
         (
             from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect(),

@@ -7,8 +7,8 @@ use anyhow::Result;
 use std::path::Path;
 
 pub fn run(root: &Path) -> Result<Vec<LinePlot>> {
-    let inp = Workspace::new(root).inputs_strict()?;
+    let inp = Workspace::new(root).inputs_strict(crate::workspace::Digest::Compute)?;
     let lines = assemble(&inp.points, &inp.policy)?;
-    let file = crate::coefficients::build(&lines, &inp.policy, &inp.points_digest, &inp.policy_digest);
+    let file = crate::coefficients::build(&lines, &inp.policy, inp.points_digest(), &inp.policy_digest);
     plot::plots(&inp.points, &inp.policy, &lines, &file)
 }

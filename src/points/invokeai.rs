@@ -7,7 +7,7 @@
 //! is turned into a measurement-CSV row and goes through the same
 //! [`row_to_point`] as a CSV, so both paths give the same points.
 
-use super::row::{row_to_point, Fields, Interners, ParsedRow, RowOrigin};
+use super::row::{row_to_point, Fields, Interners, RowOrigin, Rows};
 use crate::exact::mib_decimal_to_bytes;
 use crate::registry::Registry;
 use crate::vocab::Dtype;
@@ -39,22 +39,20 @@ fn model_name(label: &str) -> String {
 }
 
 /// Reads the benchmark JSON (an array of records).
-pub fn parse(text: &str, file: &str, ctx: &InvokeaiContext, registry: &Registry) -> Result<Vec<ParsedRow>> {
+pub fn parse(text: &str, file: &str, ctx: &InvokeaiContext, registry: &Registry) -> Result<Rows> {
     let records: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
     let records = records.as_array().ok_or_else(|| anyhow!("{file}:1: expected a JSON array of benchmark records"))?;
     let lines = record_lines(text);
     let shared_file = crate::text::Text::from(file);
     let mut texts = Interners::default();
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let origin = RowOrigin { file: shared_file.clone(), line: lines.get(i).copied().unwrap_or(1) };
-            let fields = record_fields(r, i, &origin, ctx, registry)?;
-            let point = row_to_point(&fields, &origin, registry, &mut texts)?;
-            Ok(ParsedRow { point, origin })
-        })
-        .collect()
+    let mut rows = Rows::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        let origin = RowOrigin { file: shared_file.clone(), line: lines.get(i).copied().unwrap_or(1) };
+        let fields = record_fields(r, i, &origin, ctx, registry)?;
+        let point = row_to_point(&fields, &origin, registry, &mut texts)?;
+        rows.push(point, origin);
+    }
+    Ok(rows)
 }
 
 /// Line numbers where each top-level record opens, for messages.

@@ -5,8 +5,9 @@
 //! (no map of ids, no copies): at 10^6 rows a map keyed by cloned ids was
 //! most of `ingest`'s memory.
 
-use super::row::ParsedRow;
+use super::row::{RowOrigin, Rows};
 use super::Point;
+use crate::text::Text;
 use anyhow::{bail, Result};
 
 /// What happened to one input row.
@@ -31,41 +32,38 @@ pub struct Merged {
 /// that is already stored (or given twice in the input) with different
 /// content is an error naming both places and the first field that
 /// differs; of several such rows, the first in input order is named.
-pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
+pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
+    let Rows { points: rows, origins } = rows;
     // Input positions sorted by (id, position): equal ids sit together, first given first.
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|a, b| rows[*a].point.id.cmp(&rows[*b].point.id).then(a.cmp(b)));
-    check_conflicts(&stored, &rows, &order)?;
+    order.sort_by(|a, b| rows[*a].id.cmp(&rows[*b].id).then(a.cmp(b)));
+    check_conflicts(&stored, &rows, &origins, &order)?;
+    drop(origins);
 
     let mut fates = vec![RowFate::Unchanged; rows.len()];
-    let mut new_rows: Vec<usize> = Vec::new();
     let mut s = 0;
     for (k, &i) in order.iter().enumerate() {
-        let id = &rows[i].point.id;
-        let repeat = k > 0 && rows[order[k - 1]].point.id == *id;
+        let id = &rows[i].id;
+        let repeat = k > 0 && rows[order[k - 1]].id == *id;
         while s < stored.len() && stored[s].id < *id {
             s += 1;
         }
         let is_stored = stored.get(s).is_some_and(|p| p.id == *id);
         if !repeat && !is_stored {
             fates[i] = RowFate::Added;
-            new_rows.push(i);
         }
     }
 
-    // The rows are put in id order in place, the new ones kept as points
-    // (in place too), and the stored points merged in: at 10^6 rows no
-    // second list of rows is ever allocated.
-    let new_ids: Vec<(usize, crate::text::Text)> = new_rows.iter().map(|i| (*i, rows[*i].point.id.clone())).collect();
-    let mut rows = rows;
-    permute(&mut rows, &order);
-    let mut is_new = vec![false; rows.len()];
-    for (k, &i) in order.iter().enumerate() {
-        is_new[k] = fates[i] == RowFate::Added;
-    }
-    let mut keep = is_new.iter();
-    let fresh: Vec<Point> =
-        rows.into_iter().filter(|_| keep.next().copied().unwrap_or(false)).map(|r| r.point).collect();
+    // The rows are put in id order in place and only the new ones kept,
+    // in place too; the stored points are then merged in: at 10^6 rows no
+    // second list of points is ever allocated.
+    let mut fresh = rows;
+    permute(&mut fresh, &order);
+    let mut keep = order.iter().map(|i| fates[*i] == RowFate::Added);
+    fresh.retain(|_| keep.next().unwrap_or(false));
+    // The new rows' input positions, in id order (the order `fresh` holds them).
+    let new_rows: Vec<usize> = order.iter().copied().filter(|i| fates[*i] == RowFate::Added).collect();
+    let new_ids: Vec<Text> = fresh.iter().map(|p| p.id.clone()).collect();
     // The smaller list is moved into the larger; two sorted runs are then
     // merged by one pass of the stable sort.
     let (mut points, smaller) = if stored.len() >= fresh.len() { (stored, fresh) } else { (fresh, stored) };
@@ -73,12 +71,12 @@ pub fn merge(stored: Vec<Point>, rows: Vec<ParsedRow>) -> Result<Merged> {
         points.extend(smaller);
         points.sort_by(|a, b| a.id.cmp(&b.id));
     }
-    // Where each new row landed, in input order.
-    // (Stored and new ids are disjoint, so an id names its point.)
+    // Where each new row landed, in input order. (Stored and new ids are
+    // disjoint, so an id names its point.)
     let mut at_of_row: Vec<(usize, usize)> = Vec::with_capacity(new_ids.len());
-    let mut next_new = new_ids.iter().peekable();
+    let mut next_new = new_rows.iter().zip(&new_ids).peekable();
     for (at, p) in points.iter().enumerate() {
-        if let Some((row, _)) = next_new.next_if(|(_, id)| *id == p.id) {
+        if let Some((row, _)) = next_new.next_if(|(_, id)| **id == p.id) {
             at_of_row.push((*row, at));
         }
     }
@@ -109,15 +107,15 @@ fn permute<T>(v: &mut [T], order: &[usize]) {
 
 /// The first row (in input order) whose id is stored, or given earlier,
 /// with other content.
-fn check_conflicts(stored: &[Point], rows: &[ParsedRow], order: &[usize]) -> Result<()> {
+fn check_conflicts(stored: &[Point], rows: &[Point], origins: &[RowOrigin], order: &[usize]) -> Result<()> {
     let mut worst: Option<(usize, Conflict)> = None;
     let mut s = 0;
     let mut k = 0;
     while k < order.len() {
         let first = order[k];
-        let id = &rows[first].point.id;
+        let id = &rows[first].id;
         let mut end = k + 1;
-        while end < order.len() && rows[order[end]].point.id == *id {
+        while end < order.len() && rows[order[end]].id == *id {
             end += 1;
         }
         while s < stored.len() && stored[s].id < *id {
@@ -127,12 +125,12 @@ fn check_conflicts(stored: &[Point], rows: &[ParsedRow], order: &[usize]) -> Res
         // The reference every row of this id must equal: the stored point, else the first row.
         let (reference, from) = match existing {
             Some(p) => (p, Conflict::Stored),
-            None => (&rows[first].point, Conflict::Row(first)),
+            None => (&rows[first], Conflict::Row(first)),
         };
         for &i in &order[k..end] {
-            if rows[i].point != *reference && worst.as_ref().is_none_or(|(w, _)| i < *w) {
+            if rows[i] != *reference && worst.as_ref().is_none_or(|(w, _)| i < *w) {
                 // A row that equals the stored point before it was first given: name that row.
-                let named = match (&from, order[k..end].iter().find(|j| rows[**j].point == *reference)) {
+                let named = match (&from, order[k..end].iter().find(|j| rows[**j] == *reference)) {
                     (Conflict::Stored, Some(j)) if *j < i => Conflict::Row(*j),
                     _ => from.clone(),
                 };
@@ -145,17 +143,17 @@ fn check_conflicts(stored: &[Point], rows: &[ParsedRow], order: &[usize]) -> Res
     let row = &rows[i];
     let (where_, other) = match against {
         Conflict::Stored => {
-            let p = stored.iter().find(|p| p.id == row.point.id);
+            let p = stored.iter().find(|p| p.id == row.id);
             ("the stored point in measurements/vae.json".to_string(), p)
         }
-        Conflict::Row(j) => (rows[j].origin.to_string(), Some(&rows[j].point)),
+        Conflict::Row(j) => (origins[j].to_string(), Some(&rows[j])),
     };
     bail!(
         "{}: id: duplicate id '{}' with different content than {where_} ({}); \
          give the new figure its own id, or fix the one that is wrong",
-        row.origin,
-        row.point.id,
-        other.map(|o| first_difference(o, &row.point)).unwrap_or_else(|| "content differs".into())
+        origins[i],
+        row.id,
+        other.map(|o| first_difference(o, row)).unwrap_or_else(|| "content differs".into())
     )
 }
 

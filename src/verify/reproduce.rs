@@ -53,7 +53,7 @@ pub(super) fn settings(cx: &mut Ctx) {
             );
         }
     }
-    let fresh_points = cx.inputs.points_digest.clone();
+    let fresh_points = cx.inputs.points_digest().to_string();
     let fresh_policy = cx.inputs.policy_digest.clone();
     for (what, file, fresh, shipped_digest) in [
         ("points", POINTS_FILE, fresh_points, &shipped.digests.points),
