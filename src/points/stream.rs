@@ -43,7 +43,7 @@ pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> R
     r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
         let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
-        return Ok((read_lines(r, capacity, file, registry)?, Form::Canonical));
+        return Ok((read_lines(r, len, capacity, file, registry)?, Form::Canonical));
     }
     r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
     let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
@@ -68,11 +68,13 @@ struct Batch {
 }
 
 impl Batch {
-    fn new(first_line: usize) -> Batch {
+    /// A batch with room for `bytes` bytes of lines (a small store is not
+    /// given a full batch's 4 MiB: fresh pages cost more than its parse).
+    fn new(first_line: usize, bytes: usize) -> Batch {
         Batch {
             first_line,
-            bytes: Vec::with_capacity((BATCH_LINES + 1) * 512),
-            ends: Vec::with_capacity(BATCH_LINES + 1),
+            bytes: Vec::with_capacity(bytes.min((BATCH_LINES + 1) * 512)),
+            ends: Vec::with_capacity((bytes / MIN_LINE as usize).min(BATCH_LINES) + 1),
             ends_store: false,
         }
     }
@@ -155,12 +157,12 @@ impl Merged {
 
 /// Reads the point lines after the first line of a canonical store, up to
 /// and including the closing line.
-fn read_lines(r: &mut dyn BufRead, capacity: usize, file: &str, registry: &Registry) -> Result<Vec<Point>> {
+fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).max(1);
     std::thread::scope(|scope| {
         let mut pool: Option<Pool> = None;
         let mut merged = Merged { points: Vec::with_capacity(capacity), next: 0, early: BTreeMap::new() };
-        let mut batch = Batch::new(2);
+        let mut batch = Batch::new(2, usize::try_from(len).unwrap_or(usize::MAX));
         // Set when a parsed batch, not the frame, stopped the walk.
         let mut batch_failed = false;
         let framed = frame(r, &mut batch, file, &mut |full: Batch| {
@@ -253,7 +255,7 @@ fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMu
         batch.ends.push(batch.bytes.len());
         if batch.ends.len() > BATCH_LINES {
             // The line just read starts the next batch.
-            let mut next = Batch::new(number);
+            let mut next = Batch::new(number, usize::MAX);
             let cut = batch.ends[BATCH_LINES - 1];
             next.bytes.extend_from_slice(&batch.bytes[cut..]);
             next.ends.push(next.bytes.len());
