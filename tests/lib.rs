@@ -15,6 +15,7 @@ mod plot;
 mod points;
 mod provenance;
 mod public_data;
+mod python_package;
 mod report;
 mod reserve;
 mod scale;

@@ -1,0 +1,654 @@
+"""How much VRAM will this VAE decode or encode need? vramfit's answer, in Python.
+
+The coefficients come from ``fits/vae.json``, fitted and audited by the
+vramfit command-line tool; a copy ships inside this package. This module
+prices a query exactly as ``vramfit reserve --format json`` does (a CI test
+compares the two on thousands of queries), with the standard library only,
+on Python 3.9 and later. It is one file: an app may vendor it and pass its
+own coefficients file.
+
+    import vramfit
+    need = vramfit.reserve("sdxl", "decode", 1024, 1024, dtype="fp16")
+    budget = vramfit.budget(free=free_bytes, share="0.9")
+    if need.bytes > budget.bytes: ...   # free memory first, or tile
+
+Every figure is an integer or an exact fraction, never a float. Errors are
+``ValueError``s with the CLI's own messages (which name the flag: ``--dtype``
+is the ``dtype=`` argument here, ``--loaded-dtype`` is ``loaded_dtype=``).
+
+The JSON Schema of the coefficients file and of the answer are in the
+``schemas/`` folder of the vramfit repository (``coefficients.json``,
+``reserve.json``); this module validates only what it reads.
+"""
+
+import json
+import os as _os
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+__all__ = [
+    "Budget",
+    "Coefficients",
+    "Detected",
+    "LineKey",
+    "Reservation",
+    "budget",
+    "bundled",
+    "load",
+    "reserve",
+]
+
+__version__ = "0.1.0"
+
+MIB = 1 << 20
+#: The largest ``width × height × batch`` vramfit prices.
+MAX_PIXELS = 1 << 48
+_U64 = (1 << 64) - 1
+FORMAT = "vramfit-coefficients"
+VERSION = 2
+
+# The closed vocabularies, canonical spelling first, in vramfit's order
+# (the order decides which of two equal lines prices a key).
+_OPS = (("decode", ()), ("encode", ()))
+_DTYPES = (
+    ("fp16", ("float16", "half", "torch.float16", "torch.half", "f16")),
+    ("bf16", ("bfloat16", "torch.bfloat16")),
+    ("fp32", ("float32", "float", "torch.float32", "torch.float", "f32")),
+)
+_BACKENDS = (("cudnn", ("cuda",)), ("miopen", ("rocm", "hip")), ("mps", ()), ("xpu", ()), ("cpu", ()))
+_OSES = (("linux", ()), ("windows", ("win32", "win")), ("macos", ("darwin", "osx")), ("any", ()))
+_ALLOCATORS = ("native", "cudaMallocAsync", "expandable_segments")
+_ELEM = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+# The allocator variables in the order PyTorch reads them; a ROCm build
+# reads PYTORCH_HIP_ALLOC_CONF first.
+ALLOC_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+HIP_ALLOC_VAR = "PYTORCH_HIP_ALLOC_CONF"
+
+_RULE_TEXT = {
+    "fitted-line": "fitted line",
+    "carried-line": "carried line",
+    "any-os-line": "line measured without an OS",
+    "unmeasured-rule": "unmeasured rule",
+    "legacy-floor": "legacy floor",
+}
+
+
+def _rank(table):
+    return {name: i for i, (name, _) in enumerate(table)}
+
+
+_ORDER = {
+    "op": _rank(_OPS),
+    "conv_backend": _rank(_BACKENDS),
+    "allocator": {a: i for i, a in enumerate(_ALLOCATORS)},
+    "os": _rank(_OSES),
+    "dtype": _rank(_DTYPES),
+}
+
+
+def _spelling(what, table, given):
+    """The canonical spelling of ``given`` (``torch.float16`` objects too)."""
+    text = str(given).strip()
+    for canon, aliases in table:
+        if text.lower() == canon.lower() or any(text.lower() == a.lower() for a in aliases):
+            return canon
+    accepted = ", ".join(c for c, _ in table)
+    raise ValueError("unknown %s '%s' (accepted: %s)" % (what, text, accepted))
+
+
+def allocator_of_conf(conf):
+    """The allocator a ``PYTORCH_*_ALLOC_CONF`` value chooses, read as PyTorch
+    reads it: ``backend:cudaMallocAsync`` wins; else an explicit
+    ``expandable_segments:True/False``; else None (``max_split_size_mb`` and
+    the like choose no allocator)."""
+    backend_async = False
+    expandable = None
+    for part in conf.split(","):
+        if ":" not in part:
+            continue
+        k, v = part.split(":", 1)
+        k, v = k.strip(), v.strip().lower()
+        if k == "backend" and v == "cudamallocasync":
+            backend_async = True
+        elif k == "expandable_segments" and v == "true":
+            expandable = True
+        elif k == "expandable_segments" and v == "false":
+            expandable = False
+    if backend_async:
+        return "cudaMallocAsync"
+    if expandable is None:
+        return None
+    return "expandable_segments" if expandable else "native"
+
+
+def _allocator(given):
+    text = "".join(str(given).split())
+    for a in _ALLOCATORS:
+        if text.lower() == a.lower():
+            return a
+    if text.lower() == "expandable-segments":
+        return "expandable_segments"
+    if text.lower() == "backend:native":
+        return "native"
+    found = allocator_of_conf(text)
+    if found is None:
+        raise ValueError(
+            "unknown allocator '%s' (accepted: native, cudaMallocAsync, expandable_segments (also "
+            "PYTORCH_CUDA_ALLOC_CONF forms: backend:native, backend:cudaMallocAsync, "
+            "expandable_segments:True, expandable_segments:False))" % str(given).strip()
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class LineKey:
+    """The seven fields that name a line."""
+
+    vae: str
+    op: str
+    tile: int
+    conv_backend: str
+    allocator: str
+    os: str
+    dtype: str
+
+    def __str__(self):
+        return "%s/%s/%d/%s/%s/%s/%s" % (
+            self.vae, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype)
+
+    def sort_key(self):
+        """vramfit's order of keys (family by code point, then each vocabulary in its own order)."""
+        o = _ORDER
+        return (self.vae, o["op"][self.op], self.tile, o["conv_backend"][self.conv_backend],
+                o["allocator"][self.allocator], o["os"][self.os], o["dtype"][self.dtype])
+
+    def to_dict(self):
+        return {"vae": self.vae, "op": self.op, "tile": self.tile, "conv_backend": self.conv_backend,
+                "allocator": self.allocator, "os": self.os, "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class Detected:
+    """A value and where it came from (``flag``, an environment variable, ``host``, …)."""
+
+    value: str
+    source: str
+
+    def to_dict(self):
+        return {"value": self.value, "from": self.source}
+
+
+@dataclass(frozen=True)
+class _Line:
+    slope_centi: int
+    base_mib: int
+    carried: bool
+    size_range: Optional[Tuple[int, int]]
+
+    def at(self, pixels):
+        per_pixel = -(-(self.slope_centi * pixels) // 100)
+        b = per_pixel + self.base_mib * MIB
+        if b > _U64:
+            raise ValueError("reservation too large")
+        return b
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The answer to one query, field for field what ``vramfit reserve --format json`` prints."""
+
+    #: The reservation, bytes.
+    bytes: int
+    #: The reservation in MiB, rounded up.
+    mib: int
+    #: Which rule priced it: fitted-line, carried-line, any-os-line, unmeasured-rule, legacy-floor.
+    rule: str
+    #: The query's key (resolved family, run dtype, detected allocator and OS).
+    line: LineKey
+    #: The line whose formula set the price, if any.
+    priced_by: Optional[LineKey]
+    #: That line's slope, bytes per pixel, two decimals.
+    slope: Optional[str]
+    #: That line's base, MiB.
+    base_mib: Optional[int]
+    #: ``width × height × batch``.
+    pixels: int
+    #: The line's price before cast growth, bytes.
+    line_bytes: Optional[int]
+    #: Weight growth of a cast (loaded narrower than run), bytes.
+    weight_growth_bytes: int
+    #: The legacy estimate, where it was consulted.
+    legacy_bytes: Optional[int]
+    #: Whether the size lies outside the pricing line's measured range.
+    extrapolated: bool
+    #: The pricing line's measured size range, pixels.
+    size_range: Optional[Tuple[int, int]]
+    run_dtype: Detected
+    loaded_dtype: str
+    allocator: Detected
+    os: Detected
+    #: The tile asked for when a tile covering the whole image priced untiled.
+    tile_asked: Optional[int]
+    #: What a user should read (extrapolation, unmeasured keys, …).
+    warnings: List[str]
+    #: Which coefficients priced it.
+    coefficients: str
+
+    @property
+    def key(self):
+        """The query's line key as text, ``vae/op/tile/backend/allocator/os/dtype``."""
+        return str(self.line)
+
+    def to_dict(self):
+        """The answer as ``vramfit reserve --format json`` prints it (same keys, same order)."""
+        return {
+            "bytes": self.bytes,
+            "mib": self.mib,
+            "rule": self.rule,
+            "line": self.line.to_dict(),
+            "priced_by": self.priced_by.to_dict() if self.priced_by else None,
+            "slope": self.slope,
+            "base_mib": self.base_mib,
+            "pixels": self.pixels,
+            "line_bytes": self.line_bytes,
+            "weight_growth_bytes": self.weight_growth_bytes,
+            "legacy_bytes": self.legacy_bytes,
+            "extrapolated": self.extrapolated,
+            "size_range": list(self.size_range) if self.size_range else None,
+            "run_dtype": self.run_dtype.to_dict(),
+            "loaded_dtype": self.loaded_dtype,
+            "allocator": self.allocator.to_dict(),
+            "os": self.os.to_dict(),
+            "tile_asked": self.tile_asked,
+            "warnings": list(self.warnings),
+            "coefficients": self.coefficients,
+        }
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``min(cap, floor(share × free))``, and which bound set it."""
+
+    bytes: int
+    #: ``share`` (share × free), ``cap``, or ``cap-unknown-free``.
+    bound: str
+
+    def __int__(self):
+        return self.bytes
+
+
+def _key_field(obj, name, where):
+    if name not in obj:
+        raise ValueError("%s: missing key '%s'" % (where, name))
+    return obj[name]
+
+
+def _slope_centi(text, key):
+    s = str(text)
+    whole, dot, frac = s.partition(".")
+    if not whole.isdigit() or (dot and (not frac.isdigit() or len(frac) > 2)):
+        raise ValueError("line %s: slope '%s' is not a decimal with at most two places" % (key, s))
+    return int(whole) * 100 + int((frac + "00")[:2])
+
+
+def _slope_text(centi):
+    return "%d.%02d" % (centi // 100, centi % 100)
+
+
+class Coefficients:
+    """A coefficients file, indexed for pricing."""
+
+    def __init__(self, data, source):
+        where = source
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError("%s: not a vramfit coefficients file (missing key 'format' = '%s')" % (where, FORMAT))
+        if data.get("version") != VERSION:
+            raise ValueError("%s: version %r; this reader reads version %d" % (where, data.get("version"), VERSION))
+        self.source = source
+        self.data = data
+        self.lines = {}
+        for i, l in enumerate(_key_field(data, "lines", where)):
+            key = self._key(l, "%s: lines[%d]" % (where, i))
+            if key in self.lines:
+                raise ValueError("%s: line %s appears twice" % (where, key))
+            rng = l.get("size_range")
+            self.lines[key] = _Line(
+                slope_centi=_slope_centi(_key_field(l, "slope", "%s: line %s" % (where, key)), key),
+                base_mib=int(_key_field(l, "base_mib", "%s: line %s" % (where, key))),
+                carried=l.get("kind") == "carried",
+                size_range=(int(rng[0]), int(rng[1])) if rng else None,
+            )
+        self.ordered = sorted(self.lines.items(), key=lambda kv: kv[0].sort_key())
+        self.registry = _key_field(data, "registry", where)
+        self.families = sorted(self.registry)
+        self.measured_families = {k.vae for k in self.lines}
+        self.os_specific = data.get("os_specific", [])
+        self.allocator_defaults = data.get("allocator_defaults", [])
+        self.default_allocator = data.get("default_allocator", "native")
+        self.legacy = data.get("legacy")
+        tiles = {0}
+        tiles.update(int(t) for t in data.get("tiles", []))
+        tiles.update(k.tile for k in self.lines)
+        tiles.update(int(_key_field(l, "tile", where)) for l in data.get("insufficient", []))
+        self.known_tiles = sorted(tiles)
+
+    @staticmethod
+    def _key(l, where):
+        return LineKey(*(_key_field(l, f, where) for f in ("vae", "op", "tile", "conv_backend", "allocator", "os", "dtype")))
+
+    # -- the query's key ----------------------------------------------------
+
+    def family(self, name):
+        wanted = str(name).strip().lower()
+        for fam in self.families:
+            entry = self.registry[fam]
+            if fam.lower() == wanted or any(m.lower() == wanted for m in entry.get("models", [])):
+                return fam
+        known = ", ".join(
+            f if not self.registry[f].get("models") else "%s (%s)" % (f, ", ".join(self.registry[f]["models"]))
+            for f in self.families
+        )
+        raise ValueError("unknown vae or model '%s' (known: %s)" % (name, known))
+
+    def _effective_tile(self, tile, width, height):
+        if tile != 0 and tile >= width and tile >= height:
+            return 0
+        if tile not in self.known_tiles:
+            shown = ", ".join("0 (untiled)" if t == 0 else str(t) for t in self.known_tiles)
+            raise ValueError("--tile %d: not a tile these coefficients know (known: %s)" % (tile, shown))
+        return tile
+
+    @staticmethod
+    def _run_dtype(family, dtype, loaded, fp32):
+        if fp32 is not None:
+            if family != "sd":
+                raise ValueError("--fp32 is the SD nodes' switch; for family '%s' give --dtype" % family)
+            by_switch = "fp32" if fp32 else "fp16"
+            f = "true" if fp32 else "false"
+            if dtype is not None and dtype != by_switch:
+                raise ValueError("--dtype %s contradicts --fp32 %s (an SD node with fp32 = %s runs %s)"
+                                 % (dtype, f, f, by_switch))
+            return Detected(by_switch, "fp32 = %s (SD node rule)" % f)
+        if dtype is not None:
+            return Detected(dtype, "flag")
+        if loaded is not None:
+            return Detected(loaded, "the loaded dtype")
+        raise ValueError("say which dtype the VAE runs in: --dtype fp16|bf16|fp32 (or --fp32 true|false for SD)")
+
+    def _platform_default(self, backend, os_):
+        for d in self.allocator_defaults:
+            if d.get("conv_backend") == backend and d.get("os") == os_:
+                return Detected(d["allocator"], "platform default for %s on %s (policy)" % (backend, os_))
+        return Detected(self.default_allocator, "nothing configured: PyTorch's default")
+
+    def detect_allocator(self, backend, os_, env):
+        """The allocator PyTorch would run, from its environment variables, else the platform default."""
+        order = ([HIP_ALLOC_VAR] if backend == "miopen" else []) + list(ALLOC_VARS)
+        for var in order:
+            val = env.get(var)
+            if val is None or not val.strip():
+                continue
+            a = allocator_of_conf(val)
+            if a is not None:
+                return Detected(a, "%s=%s" % (var, val))
+            d = self._platform_default(backend, os_)
+            return Detected(d.value, "%s=%s names no allocator; %s" % (var, val, d.source))
+        return self._platform_default(backend, os_)
+
+    def _is_os_specific(self, backend, allocator):
+        return any(o.get("conv_backend") == backend and o.get("allocator") in (None, allocator)
+                   for o in self.os_specific)
+
+    # -- pricing ------------------------------------------------------------
+
+    def _legacy_at(self, key, pixels, batch):
+        l = self.legacy
+        if l is None or key.dtype not in l.get("elem_bytes", {}):
+            return None
+        e = l["elem_bytes"][key.dtype]
+        ks = l["k"].get(key.conv_backend) or l["k"].get(l.get("fallback_backend"))
+        if ks is None:
+            return None
+        k = ks[key.op]
+        if key.tile == 0:
+            work = pixels * e * k
+        else:
+            raw = Fraction(key.tile * key.tile * batch * e * k) * Fraction(str(l["tile_factor"]))
+            work = -(-raw.numerator // raw.denominator)
+        extra = l.get("fp32_extra_mib", {}).get(key.vae, 0) if key.dtype == "fp32" else 0
+        total = work + extra * MIB
+        return total if total <= _U64 else None
+
+    def _growth(self, family, run, loaded):
+        if _ELEM[run] <= _ELEM[loaded]:
+            return 0
+        params = self.registry.get(family, {}).get("params")
+        if params is None:
+            raise ValueError(
+                "a %s → %s cast grows the weights, but family '%s' has no weight count (params) in the "
+                "registry; add it to fits/policy.toml, or give --loaded-dtype %s" % (loaded, run, family, run))
+        return params * (_ELEM[run] - _ELEM[loaded])
+
+    def _measured_line(self, key, pixels):
+        candidates = []
+        own = self.lines.get(key)
+        if own is not None:
+            candidates.append(("carried-line" if own.carried else "fitted-line", key, own))
+        if key.os != "any":
+            any_key = LineKey(key.vae, key.op, key.tile, key.conv_backend, key.allocator, "any", key.dtype)
+            c = self.lines.get(any_key)
+            if c is not None:
+                candidates.append(("any-os-line", any_key, c))
+        best = None
+        for rule, k, c in candidates:
+            b = c.at(pixels)
+            if best is None or b > best[3]:
+                best = (rule, k, c, b)
+        return best
+
+    def reserve(self, model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0,
+                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None):
+        """Prices one query; see :func:`reserve`."""
+        for name, v in (("width", width), ("height", height), ("batch", batch), ("tile", tile)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError("%s: expected an integer, got %r" % (name, v))
+        if batch == 0:
+            raise ValueError("batch must be at least 1")
+        if width <= 0 or height <= 0 or batch < 0 or tile < 0:
+            raise ValueError("width, height and batch must be positive, tile at least 0")
+        op = _spelling("op", _OPS, op)
+        backend = _spelling("conv_backend", _BACKENDS, backend)
+        run_given = None if dtype is None else _spelling("dtype", _DTYPES, dtype)
+        loaded_given = None if loaded_dtype is None else _spelling("dtype", _DTYPES, loaded_dtype)
+        alloc_choice = None if str(allocator).strip() == "auto" else _allocator(allocator)
+        os_choice = None if str(os).strip() == "auto" else _spelling("os", _OSES, os)
+        env = _os.environ if env is None else env
+
+        tile_priced = self._effective_tile(tile, width, height)
+        family = self.family(model)
+        run = self._run_dtype(family, run_given, loaded_given, fp32)
+        if os_choice is not None:
+            os_d = Detected(os_choice, "flag")
+        else:
+            host = _host_os()
+            if host is None:
+                raise ValueError("cannot tell the host OS; give --os")
+            os_d = Detected(host, "host")
+        if alloc_choice is not None:
+            alloc_d = Detected(alloc_choice, "flag")
+        else:
+            alloc_d = self.detect_allocator(backend, os_d.value, env)
+        key_os = os_d.value if self._is_os_specific(backend, alloc_d.value) else "any"
+        key = LineKey(family, op, tile_priced, backend, alloc_d.value, key_os, run.value)
+
+        pixels = width * height * batch
+        if pixels > MAX_PIXELS:
+            raise ValueError("%dx%d × batch %d is too large to price" % (width, height, batch))
+        loaded = loaded_given or run.value
+        growth = self._growth(family, run.value, loaded)
+        measured = self._measured_line(key, pixels)
+        legacy = None
+        if measured is not None:
+            rule, priced_by, coef, line_bytes = measured
+        else:
+            best = None
+            for k, c in self.ordered:
+                if k.vae == key.vae and k.op == key.op and k.tile == key.tile and k.dtype == key.dtype:
+                    b = c.at(pixels)
+                    if best is None or b > best[0]:
+                        best = (b, k, c)
+            legacy = self._legacy_at(key, pixels, batch)
+            if best is None and legacy is None:
+                raise ValueError(
+                    "no coefficient line for %s and no legacy value: nothing measured for %s/%s/tile %d/%s and "
+                    "the legacy table has no element size for %s"
+                    % (key, key.vae, key.op, key.tile, key.dtype, key.dtype))
+            if best is None:
+                rule, priced_by, coef, line_bytes = "legacy-floor", None, None, None
+            else:
+                line_bytes, priced_by, coef = best
+                rule = "unmeasured-rule" if legacy is None or line_bytes + growth >= legacy else "legacy-floor"
+        total = legacy if rule == "legacy-floor" else line_bytes + growth
+        if total > _U64:
+            raise ValueError("reservation too large")
+
+        size_range = coef.size_range if coef is not None else None
+        extrapolated = rule != "legacy-floor" and size_range is not None and not (
+            size_range[0] <= pixels <= size_range[1])
+        tile_asked = tile if tile != key.tile else None
+        warnings = []
+        if tile_asked is not None:
+            warnings.append("tile %d covers the whole %dx%d image: tiling does nothing, so it is priced untiled"
+                            % (tile, width, height))
+        if extrapolated:
+            warnings.append("%d px lies outside the measured range of %s (%d–%d px): the line is extrapolated"
+                            % (pixels, priced_by, size_range[0], size_range[1]))
+        if rule in ("unmeasured-rule", "legacy-floor"):
+            warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
+        if key.vae not in self.measured_families:
+            warnings.append(
+                "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
+                "previous estimator's guess, not a measurement" % key.vae)
+        if rule == "any-os-line":
+            warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
+                            % priced_by)
+        return Reservation(
+            bytes=total,
+            mib=-(-total // MIB),
+            rule=rule,
+            line=key,
+            priced_by=priced_by,
+            slope=_slope_text(coef.slope_centi) if coef is not None else None,
+            base_mib=coef.base_mib if coef is not None else None,
+            pixels=pixels,
+            line_bytes=line_bytes,
+            weight_growth_bytes=growth,
+            legacy_bytes=legacy,
+            extrapolated=extrapolated,
+            size_range=size_range,
+            run_dtype=run,
+            loaded_dtype=loaded,
+            allocator=alloc_d,
+            os=os_d,
+            tile_asked=tile_asked,
+            warnings=warnings,
+            coefficients=self.source,
+        )
+
+
+def _host_os():
+    if sys.platform.startswith("linux"):
+        return "linux"
+    if sys.platform in ("win32", "cygwin"):
+        return "windows"
+    if sys.platform == "darwin":
+        return "macos"
+    return None
+
+
+def load(path):
+    """Loads a coefficients file (any ``fits/vae.json`` vramfit wrote)."""
+    with open(path, "r", encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except ValueError as e:
+            raise ValueError("%s: not valid JSON: %s" % (path, e)) from None
+    return Coefficients(data, str(path))
+
+
+_BUNDLED = None
+
+
+def bundled():
+    """The coefficients shipped inside this package (a copy of vramfit's ``fits/vae.json``)."""
+    global _BUNDLED
+    if _BUNDLED is None:
+        here = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "vae.json")
+        c = load(here)
+        c.source = "bundled fits/vae.json (vramfit %s)" % __version__
+        _BUNDLED = c
+    return _BUNDLED
+
+
+def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0, backend="cudnn",
+            allocator="auto", os="auto", fp32=None, coefficients=None, env=None):
+    """What this VAE decode or encode reserves, as ``vramfit reserve`` answers.
+
+    ``model`` is a family (``sd``) or a model name (``sdxl``); ``op`` is
+    ``decode`` or ``encode``; ``width`` × ``height`` is the image (decoded,
+    or encoded). ``dtype`` is the dtype the VAE runs in (``fp16``, ``bf16``,
+    ``fp32``, PyTorch's names, or a ``torch.dtype``); ``loaded_dtype`` the
+    dtype its weights are loaded in (a narrower load grows by the cast);
+    ``fp32`` is the SD nodes' switch instead of ``dtype``. ``allocator`` is
+    ``auto`` (read ``PYTORCH_ALLOC_CONF`` / ``PYTORCH_CUDA_ALLOC_CONF`` /
+    ``PYTORCH_HIP_ALLOC_CONF`` from ``env``, default ``os.environ``, as
+    PyTorch reads them), a name, or a conf string; ``os`` is ``auto`` (this
+    host) or ``linux`` / ``windows`` / ``macos``. ``coefficients`` is a
+    :class:`Coefficients` (see :func:`load`); default: the bundled copy.
+    """
+    c = coefficients if coefficients is not None else bundled()
+    return c.reserve(model, op, width, height, dtype=dtype, loaded_dtype=loaded_dtype, batch=batch, tile=tile,
+                     backend=backend, allocator=allocator, os=os, fp32=fp32, env=env)
+
+
+def _fraction(value, name):
+    if isinstance(value, bool):
+        raise ValueError("%s: expected a number, got %r" % (name, value))
+    if isinstance(value, (int, Fraction)):
+        return Fraction(value)
+    if isinstance(value, float):
+        # The decimal the user wrote (0.9, not 0.90000000000000002220…).
+        return Fraction(repr(value))
+    text = str(value).strip()
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError("%s: '%s' is not a number" % (name, text)) from None
+
+
+def budget(free=None, share=1, cap=None):
+    """``min(cap, floor(share × free))`` bytes, as ``vramfit plan`` computes
+    its budget: ``free`` and ``cap`` are bytes (``free=None``: unknown, so
+    the cap); ``share`` is a number or a decimal string, 0 < share ≤ 1, taken
+    exactly."""
+    s = _fraction(share, "share")
+    if not (0 < s <= 1):
+        raise ValueError("share must be greater than 0 and at most 1 (got %s)" % share)
+    for name, v in (("free", free), ("cap", cap)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ValueError("%s: expected a whole number of bytes, got %r" % (name, v))
+    if free == 0:
+        raise ValueError("free=0: free memory must be more than 0 bytes (or None when unknown)")
+    if cap == 0:
+        raise ValueError("cap=0: a cap must be more than 0 bytes")
+    if free is None:
+        if cap is None:
+            raise ValueError("free memory is unknown and there is no cap: give free= or cap=")
+        return Budget(cap, "cap-unknown-free")
+    shared = (s * free).numerator // (s * free).denominator
+    if cap is not None and cap < shared:
+        return Budget(cap, "cap")
+    return Budget(shared, "share")

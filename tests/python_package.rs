@@ -1,0 +1,439 @@
+//! The Python package (`python/vramfit`) answers like the CLI: the same
+//! JSON, field for field, on thousands of generated queries (every line and
+//! every rule, each dtype, batch, tile, allocator setting and OS), and the
+//! same refusals. Run with the machine's own `python3` (the package is
+//! standard library only); `.ci/run` points `VRAMFIT_PYTHON` at a fresh
+//! virtual environment where `pip install ./python` put it.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::io::Write as _;
+use std::path::PathBuf;
+use vramfit::pricing::platform::EnvSnapshot;
+use vramfit::vocab::Os;
+
+/// One query, for both sides.
+#[derive(Debug, Clone)]
+struct Q {
+    model: String,
+    op: &'static str,
+    width: u64,
+    height: u64,
+    batch: u64,
+    tile: u32,
+    dtype: Option<String>,
+    loaded: Option<String>,
+    fp32: Option<bool>,
+    backend: String,
+    allocator: String,
+    os: String,
+    env: Vec<(&'static str, String)>,
+    /// The words both refusals must contain, for a query that must fail.
+    refused: Option<&'static str>,
+}
+
+impl Q {
+    fn cli_args(&self, coefficients: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["vramfit", "--format", "json", "reserve"].iter().map(|s| s.to_string()).collect();
+        a.extend([self.model.clone(), self.op.to_string(), format!("{}x{}", self.width, self.height)]);
+        a.extend(["--batch".into(), self.batch.to_string(), "--tile".into(), self.tile.to_string()]);
+        if let Some(d) = &self.dtype {
+            a.extend(["--dtype".into(), d.clone()]);
+        }
+        if let Some(d) = &self.loaded {
+            a.extend(["--loaded-dtype".into(), d.clone()]);
+        }
+        if let Some(f) = self.fp32 {
+            a.extend(["--fp32".into(), f.to_string()]);
+        }
+        a.extend(["--backend".into(), self.backend.clone(), "--allocator".into(), self.allocator.clone()]);
+        a.extend(["--os".into(), self.os.clone(), "--coefficients".into(), coefficients.to_string()]);
+        a
+    }
+
+    fn python(&self, coefficients: &str) -> Value {
+        let env: serde_json::Map<String, Value> = self.env.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        json!({
+            "model": self.model, "op": self.op, "width": self.width, "height": self.height,
+            "coefficients": coefficients, "env": env,
+            "kw": {
+                "batch": self.batch, "tile": self.tile, "dtype": self.dtype, "loaded_dtype": self.loaded,
+                "fp32": self.fp32, "backend": self.backend, "allocator": self.allocator, "os": self.os,
+            },
+        })
+    }
+}
+
+/// A small deterministic generator (xorshift), so the queries are the same on every run.
+struct Pick(u64);
+
+impl Pick {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn of<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+const DTYPES: &[&str] = &["fp16", "bf16", "fp32", "float16", "torch.bfloat16", "float32", "half"];
+const OSES: &[&str] = &["linux", "windows", "macos", "auto"];
+/// Allocator settings: a name, a conf string given as the value, or `auto`
+/// with a variable set (or none) for detection.
+const ALLOCATORS: &[(&str, Option<(&str, &str)>)] = &[
+    ("native", None),
+    ("cudaMallocAsync", None),
+    ("expandable_segments", None),
+    ("backend:cudaMallocAsync", None),
+    ("expandable_segments:True", None),
+    ("auto", None),
+    ("auto", Some(("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync"))),
+    ("auto", Some(("PYTORCH_ALLOC_CONF", "expandable_segments:True,max_split_size_mb:512"))),
+    ("auto", Some(("PYTORCH_HIP_ALLOC_CONF", "expandable_segments:False"))),
+    ("auto", Some(("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:256"))),
+];
+
+fn coefficients_path() -> PathBuf {
+    repo().join("fits/vae.json")
+}
+
+/// Every line and too-thin key of the shipped file, at sizes inside, below
+/// and above its measured range, with every allocator setting, OS, batch,
+/// tile and dtype spelling, plus casts, the SD switch and refusals.
+fn queries() -> Vec<Q> {
+    let file = vramfit::coefficients::load(&coefficients_path()).unwrap();
+    let mut keys: Vec<(vramfit::points::LineKey, Option<[u64; 2]>)> =
+        file.lines.iter().map(|l| (l.key.clone(), l.size_range)).collect();
+    keys.extend(file.insufficient.iter().map(|l| (l.key.clone(), None)));
+    let names: Vec<String> =
+        file.registry.iter().flat_map(|(f, e)| std::iter::once(f.clone()).chain(e.models.iter().cloned())).collect();
+    let mut pick = Pick(0x9E37_79B9_7F4A_7C15);
+    let mut out = Vec::new();
+    for (key, range) in &keys {
+        // The family itself and one of its model names.
+        let mut models = vec![key.vae.to_string()];
+        models.extend(file.registry.get(key.vae.as_str()).into_iter().flat_map(|e| e.models.iter().cloned()));
+        let side = |px: u64| ((px as f64).sqrt() as u64 / 8 * 8).max(8);
+        let mut sides = vec![512u64, 1024, 1536];
+        if let Some([lo, hi]) = range {
+            sides.extend([side(*lo), side(*hi), side(*lo) / 2 + 8, side(*hi) + 64]);
+        }
+        for s in sides {
+            for _ in 0..3 {
+                let (allocator, var) = *pick.of(ALLOCATORS);
+                let os = if key.os == Os::Any { pick.of(OSES).to_string() } else { key.os.to_string() };
+                let dtype = match pick.next() % 4 {
+                    0 => pick.of(DTYPES).to_string(),
+                    _ => key.dtype.to_string(),
+                };
+                let tile = match pick.next() % 5 {
+                    0 => 4096, // covers the whole image: priced untiled
+                    _ => key.tile,
+                };
+                let (width, height) = if pick.next().is_multiple_of(3) { (s, s / 2 + 8) } else { (s, s) };
+                out.push(Q {
+                    model: pick.of(&models).clone(),
+                    op: key.op.as_str(),
+                    width,
+                    height,
+                    batch: *pick.of(&[1, 1, 2, 4]),
+                    tile,
+                    dtype: Some(dtype),
+                    loaded: None,
+                    fp32: None,
+                    backend: key.conv_backend.to_string(),
+                    allocator: if allocator == "auto" && var.is_none() && pick.next().is_multiple_of(2) {
+                        key.allocator.to_string()
+                    } else {
+                        allocator.to_string()
+                    },
+                    os,
+                    env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
+                    refused: None,
+                });
+            }
+        }
+    }
+    // Keys nobody measured: every backend and OS, so the unmeasured rule,
+    // the legacy floor and the lines measured without an OS all price.
+    for _ in 0..600 {
+        let (allocator, var) = *pick.of(ALLOCATORS);
+        let s = *pick.of(&[256u64, 512, 768, 1024, 2048, 4096]);
+        out.push(Q {
+            model: pick.of(&names).clone(),
+            op: if pick.next().is_multiple_of(2) { "decode" } else { "encode" },
+            width: s,
+            height: s,
+            batch: *pick.of(&[1, 2, 3]),
+            tile: *pick.of(&[0, 0, 256, 512, 1024, 8192]),
+            dtype: Some(pick.of(DTYPES).to_string()),
+            loaded: if pick.next().is_multiple_of(4) { Some(pick.of(DTYPES).to_string()) } else { None },
+            fp32: None,
+            backend: pick.of(&["cudnn", "miopen", "rocm", "mps", "xpu", "cpu"]).to_string(),
+            allocator: allocator.to_string(),
+            os: pick.of(OSES).to_string(),
+            env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
+            refused: None,
+        });
+    }
+    // The SD nodes' switch, and casts from a narrower loaded dtype.
+    for fp32 in [true, false] {
+        for loaded in ["fp16", "bf16", "fp32"] {
+            for model in ["sdxl", "sd15", "flux1"] {
+                out.push(Q {
+                    model: model.into(),
+                    op: "decode",
+                    width: 1024,
+                    height: 1024,
+                    batch: 1,
+                    tile: 0,
+                    dtype: None,
+                    loaded: Some(loaded.into()),
+                    fp32: Some(fp32),
+                    backend: "cudnn".into(),
+                    allocator: "auto".into(),
+                    os: "linux".into(),
+                    env: vec![],
+                    refused: (model == "flux1").then_some("SD nodes' switch"),
+                });
+            }
+        }
+    }
+    // Refusals: an unknown model, an unknown tile, no dtype, a contradiction,
+    // a cast of a family without a weight count.
+    let refuse = |model: &str, tile: u32, dtype: Option<&str>, loaded: Option<&str>, fp32, words| Q {
+        model: model.into(),
+        op: "decode",
+        width: 1024,
+        height: 1024,
+        batch: 1,
+        tile,
+        dtype: dtype.map(str::to_string),
+        loaded: loaded.map(str::to_string),
+        fp32,
+        backend: "cudnn".into(),
+        allocator: "native".into(),
+        os: "linux".into(),
+        env: vec![],
+        refused: Some(words),
+    };
+    out.push(refuse("sdxxl", 0, Some("fp16"), None, None, "unknown vae or model"));
+    out.push(refuse("sdxl", 300, Some("fp16"), None, None, "not a tile these coefficients know"));
+    out.push(refuse("sdxl", 0, None, None, None, "say which dtype the VAE runs in"));
+    out.push(refuse("sdxl", 0, Some("fp16"), None, Some(true), "contradicts"));
+    out.push(refuse("cogview4", 0, Some("fp32"), Some("fp16"), None, "no weight count"));
+    out
+}
+
+fn python() -> std::process::Command {
+    match std::env::var_os("VRAMFIT_PYTHON") {
+        Some(p) => std::process::Command::new(p),
+        None => {
+            let mut c = std::process::Command::new("python3");
+            c.env("PYTHONPATH", repo().join("python"));
+            c
+        }
+    }
+}
+
+fn python_answers(input: &Value) -> Vec<Value> {
+    let mut child = python()
+        .arg(repo().join("tests/python/agree.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the agreement test");
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the Python side failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() {
+    let qs = queries();
+    assert!(qs.len() >= 1000, "{} queries", qs.len());
+    let path = coefficients_path().display().to_string();
+    let input = Value::Array(qs.iter().map(|q| q.python(&path)).collect());
+    let answers = python_answers(&input);
+    assert_eq!(answers.len(), qs.len());
+    let host = EnvSnapshot::from_process().host_os;
+    let mut rules = std::collections::BTreeSet::new();
+    let mut refusals = 0;
+    for (q, answer) in qs.iter().zip(&answers) {
+        let env = EnvSnapshot { vars: q.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), host_os: host };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = vramfit::cli::run_from(q.cli_args(&path), &env, &mut out, &mut err);
+        let err = String::from_utf8_lossy(&err);
+        match (code, answer.get("ok"), answer.get("error")) {
+            (0, Some(py), None) => {
+                assert!(q.refused.is_none(), "{q:?} should be refused");
+                let cli: Value = serde_json::from_slice(&out).unwrap();
+                assert_eq!(&cli, py, "{q:?}");
+                rules.insert(cli["rule"].as_str().unwrap().to_string());
+            }
+            (2, None, Some(Value::String(py))) => {
+                // The same refusal, word for word.
+                assert_eq!(err.trim_end(), format!("error: {py}"), "{q:?}");
+                refusals += 1;
+                if let Some(words) = q.refused {
+                    assert!(py.contains(words), "{q:?}: {py}");
+                }
+            }
+            _ => panic!("{q:?}: the CLI exits {code} ({err}), Python answers {answer}"),
+        }
+    }
+    assert!(refusals >= 20, "{refusals} refusals of {}", qs.len());
+    // Every rule the pricer has (but `--legacy`'s) was exercised.
+    let all = ["fitted-line", "carried-line", "any-os-line", "unmeasured-rule", "legacy-floor"];
+    let shipped_kinds: Vec<String> = vramfit::coefficients::load(&coefficients_path())
+        .unwrap()
+        .lines
+        .iter()
+        .map(|l| format!("{:?}", l.kind))
+        .collect();
+    for r in all {
+        if r == "carried-line" && !shipped_kinds.iter().any(|k| k == "Carried") {
+            continue; // nothing is carried in this file
+        }
+        if r == "any-os-line" && rules.iter().all(|x| x != r) && !has_any_os_platform() {
+            continue;
+        }
+        assert!(rules.contains(r), "rule {r} never priced: {rules:?}");
+    }
+}
+
+/// Whether the shipped file has an OS-specific platform with a line measured without an OS.
+fn has_any_os_platform() -> bool {
+    let file = vramfit::coefficients::load(&coefficients_path()).unwrap();
+    file.lines.iter().any(|l| {
+        l.key.os == Os::Any && vramfit::policy::is_os_specific(&file.os_specific, l.key.conv_backend, l.key.allocator)
+    })
+}
+
+#[test]
+fn the_bundled_coefficients_are_the_shipped_file() {
+    let bundled = std::fs::read(repo().join("python/vramfit/vae.json")).unwrap();
+    let shipped = std::fs::read(coefficients_path()).unwrap();
+    assert!(bundled == shipped, "python/vramfit/vae.json differs from fits/vae.json: copy it after `vramfit emit`");
+}
+
+#[test]
+fn the_bundled_copy_prices_like_the_embedded_one_and_says_so() {
+    let q = json!([{ "model": "sdxl", "op": "decode", "width": 1024, "height": 1024, "coefficients": null,
+        "env": {}, "kw": { "dtype": "fp16", "allocator": "native", "os": "linux" } }]);
+    let py = &python_answers(&q)[0]["ok"];
+    let out = vramfit()
+        .args(["--format", "json", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"])
+        .args(["--allocator", "native", "--os", "linux"])
+        .output()
+        .unwrap();
+    let mut cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(py["coefficients"], "bundled fits/vae.json (vramfit 0.1.0)");
+    cli["coefficients"] = py["coefficients"].clone();
+    cli["os"] = py["os"].clone();
+    assert_eq!(&cli, py);
+}
+
+#[test]
+fn budget_is_the_plan_budget() {
+    let script = r#"
+import json, vramfit
+cases = [(10_000, "0.5", None), (10_001, "0.5", 4000), (None, 1, 77), (999, 0.9, None), (12 << 30, "1e-3", None)]
+out = []
+for free, share, cap in cases:
+    b = vramfit.budget(free=free, share=share, cap=cap)
+    out.append([b.bytes, b.bound])
+for bad in [dict(free=None, cap=None), dict(free=10, share=0), dict(free=10, share="1.5"), dict(free=0)]:
+    try:
+        vramfit.budget(**bad)
+        out.append("accepted")
+    except ValueError as e:
+        out.append(str(e))
+print(json.dumps(out))
+"#;
+    let out = python().args(["-c", script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got[0], json!([5000, "share"]));
+    assert_eq!(got[1], json!([4000, "cap"]));
+    assert_eq!(got[2], json!([77, "cap-unknown-free"]));
+    assert_eq!(got[3], json!([899, "share"]), "0.9 × 999 = 899.1 rounds down, read as the decimal 0.9");
+    assert_eq!(got[4], json!([12_884_901, "share"]));
+    for (i, words) in [(5, "no cap"), (6, "greater than 0"), (7, "at most 1"), (8, "free=0")] {
+        assert!(got[i].as_str().unwrap().contains(words), "{}", got[i]);
+    }
+    // The same figure from `vramfit plan` (the CLI's budget).
+    let plan = vramfit()
+        .args(["--format", "json", "plan", "sdxl", "decode", "512x512", "--dtype", "fp16", "--os", "linux"])
+        .args(["--allocator", "native", "--free", "999", "--share", "0.9"])
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(plan["budget"]["bytes"], 899);
+}
+
+#[test]
+fn the_readme_three_lines_answer_like_the_cli() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let after = readme.split("<!-- python-three-lines -->").nth(1).expect("the README marks the three lines");
+    let code = after.split("```python\n").nth(1).and_then(|b| b.split("```").next()).unwrap();
+    assert_eq!(code.lines().count(), 3, "{code}");
+    let mut py = python();
+    for v in ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"] {
+        py.env_remove(v);
+    }
+    let out = py.args(["-c", code]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let cli =
+        vramfit().args(["--format", "json", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"]).output();
+    let cli: Value = serde_json::from_slice(&cli.unwrap().stdout).unwrap();
+    let rule = cli["rule"].as_str().unwrap();
+    let want = format!(
+        "{} {rule} {} [] {}",
+        cli["bytes"],
+        key_text(&cli["line"]),
+        if cli["extrapolated"] == true { "True" } else { "False" }
+    );
+    assert_eq!(printed.trim_end(), want);
+}
+
+fn key_text(k: &Value) -> String {
+    ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
+        .iter()
+        .map(|f| match &k[*f] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[test]
+fn the_module_is_python_3_9_and_standard_library_only() {
+    let script = r#"
+import ast, sys
+src = open(sys.argv[1]).read()
+tree = ast.parse(src, feature_version=(3, 9))
+stdlib = {"json", "os", "sys", "dataclasses", "fractions", "typing"}
+for node in ast.walk(tree):
+    names = []
+    if isinstance(node, ast.Import):
+        names = [a.name.split(".")[0] for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        names = [(node.module or "").split(".")[0]]
+    for n in names:
+        assert n in stdlib, n
+print("ok")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(repo().join("python/vramfit/__init__.py"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
+}
