@@ -113,6 +113,20 @@ vramfit report --out /tmp/r --before legacy\n\n\
 Exit codes: 0 written and verify green, 1 written but verify has findings, 2 usage or input error."
     )]
     Report(ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(
+        after_help = "Install:\n  vramfit completions bash > ~/.local/share/bash-completion/completions/vramfit\n  \
+vramfit completions zsh > ~/.zfunc/_vramfit          # with fpath+=(~/.zfunc) before compinit\n  \
+vramfit completions fish > ~/.config/fish/completions/vramfit.fish\n  \
+vramfit completions powershell >> $PROFILE"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = "Install:\n  vramfit man > ~/.local/share/man/man1/vramfit.1\n  man vramfit")]
+    Man,
     /// List stored points, filtered by any key field.
     #[command(
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
@@ -130,7 +144,7 @@ enum FromArg {
 
 #[derive(Args, Debug)]
 struct IngestArgs {
-    /// Measurement files.
+    /// Measurement files (`-` reads standard input).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Do not write: exit 1 when the store is not up to date with FILEs.
@@ -400,6 +414,9 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
             })
         }
     };
+    if a.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        anyhow::bail!("`-` (standard input) can be read only once: give it once");
+    }
     Ok(ingest::IngestOptions { files: a.files, from, check: a.check })
 }
 
@@ -411,6 +428,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    // `--version` names the coefficients compiled in, not only the program.
+    if args.len() == 2 && (args[1] == "--version" || args[1] == "-V") {
+        emit(out, &long_version());
+        return EXIT_OK;
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -427,6 +450,32 @@ where
             EXIT_INPUT
         }
     }
+}
+
+/// The program's version and the coefficients compiled into it: the
+/// file's digest, its lines and the points they rest on, and the digest of
+/// the store they were fitted from.
+fn long_version() -> String {
+    let text = crate::coefficients::EMBEDDED;
+    let mut s = format!("vramfit {}\n", env!("CARGO_PKG_VERSION"));
+    match crate::coefficients::parse(text, "embedded fits/vae.json") {
+        Ok(file) => {
+            let points: usize = file.lines.iter().map(|l| l.points).sum();
+            let fitted = file.lines.iter().filter(|l| l.kind == crate::lines::LineKind::Fitted).count();
+            s.push_str(&format!(
+                "coefficients: embedded fits/vae.json {}\n  {} lines ({fitted} fitted, {} carried) on {points} \
+                 points; {} keys too thin to fit\n  points digest {}\n  policy digest {}\n",
+                crate::fsio::sha256_tag(text.as_bytes()),
+                file.lines.len(),
+                file.lines.len() - fitted,
+                file.insufficient.len(),
+                file.digests.points,
+                file.digests.policy,
+            ));
+        }
+        Err(e) => s.push_str(&format!("coefficients: embedded fits/vae.json does not load: {e:#}\n")),
+    }
+    s
 }
 
 fn emit(out: &mut dyn Write, text: &str) {
@@ -628,6 +677,19 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let r = report::bundle::write(&dir, bundle)?;
             emit(out, &report::render(&r, format, "report")?);
             Ok(if r.verify_ok { EXIT_OK } else { EXIT_FINDINGS })
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut bytes = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "vramfit", &mut bytes);
+            out.write_all(&bytes)?;
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            let mut bytes = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut bytes)?;
+            out.write_all(&bytes)?;
+            Ok(EXIT_OK)
         }
         Command::Points(a) => {
             let f = PointFilter {

@@ -394,3 +394,25 @@ fn derived_ids_never_change() {
     let ids: Vec<&str> = j["points"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["p-3b07c20a4b278976", "p-722db82b1f8d6abc"]);
 }
+
+#[test]
+fn a_dash_reads_standard_input_like_a_file() {
+    let csv = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let (by_file, by_stdin) = (scratch(), scratch());
+    for d in [&by_file, &by_stdin] {
+        std::fs::remove_file(d.path().join("measurements/vae.json")).unwrap();
+    }
+    vramfit().arg("--root").arg(by_file.path()).arg("ingest").arg(&csv).assert().success();
+    vramfit().arg("--root").arg(by_stdin.path()).args(["ingest", "-"]).write_stdin(text.clone()).assert().success();
+    let read = |d: &tempfile::TempDir| std::fs::read(d.path().join("measurements/vae.json")).unwrap();
+    assert!(read(&by_file) == read(&by_stdin), "the same store from a file and from standard input");
+    // A bad row on standard input is named by line, as in a file.
+    let broken = text.replacen(",cudnn,", ",vulkan,", 1);
+    let line = broken.lines().position(|l| l.contains(",vulkan,")).unwrap() + 1;
+    let err = vramfit().arg("--root").arg(by_stdin.path()).args(["ingest", "-"]).write_stdin(broken).assert().code(2);
+    let stderr = String::from_utf8(err.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains(&format!("<stdin>:{line}: conv_backend")), "{stderr}");
+    // Standard input can be read once.
+    vramfit().arg("--root").arg(by_stdin.path()).args(["ingest", "-", "-"]).write_stdin(text).assert().code(2);
+}

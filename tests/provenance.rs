@@ -228,3 +228,21 @@ fn reserve_and_plan_refuse_a_malformed_coefficients_file() {
         }
     }
 }
+
+#[test]
+fn version_names_the_compiled_in_coefficients() {
+    let shipped = fs::read(repo().join("fits/vae.json")).unwrap();
+    let file: serde_json::Value = serde_json::from_slice(&shipped).unwrap();
+    let lines = file["lines"].as_array().unwrap();
+    let points: u64 = lines.iter().map(|l| l["points"].as_u64().unwrap()).sum();
+    for flag in ["--version", "-V"] {
+        let out = vramfit().arg(flag).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.starts_with(&format!("vramfit {}\n", env!("CARGO_PKG_VERSION"))), "{text}");
+        assert!(text.contains(&vramfit::fsio::sha256_tag(&shipped)), "the file's digest: {text}");
+        assert!(text.contains(&format!("{} lines (", lines.len())), "{text}");
+        assert!(text.contains(&format!(" on {points} points")), "{text}");
+        assert!(text.contains(file["digests"]["points"].as_str().unwrap()), "{text}");
+    }
+}

@@ -30,21 +30,34 @@ pub struct IngestOptions {
     pub check: bool,
 }
 
+/// How standard input (`-`) is named in messages and the summary.
+pub const STDIN_NAME: &str = "<stdin>";
+
 /// Reads the files named in `opts` into rows: every file's rows in the
 /// order given, and each file's name and row count.
 pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> Result<(Rows, Vec<(String, usize)>)> {
     let mut all = Rows::default();
     let mut sizes = Vec::new();
     for f in &opts.files {
-        let name = f.display().to_string();
+        // `-` is standard input (a pipe: its length is not known up front).
+        let stdin = f.as_os_str() == "-";
+        let name = if stdin { STDIN_NAME.to_string() } else { f.display().to_string() };
         let mut rows = match &opts.from {
+            InputFormat::Csv if stdin => read_csv(&mut std::io::stdin(), 0, &name, registry)?,
             InputFormat::Csv => {
                 let mut file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
                 read_csv(&mut std::io::BufReader::with_capacity(1 << 16, &mut file), len, &name, registry)?
             }
             InputFormat::InvokeaiBenchmark(ctx) => {
-                let bytes = std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?;
+                let bytes = if stdin {
+                    let mut b = Vec::new();
+                    std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                        .with_context(|| format!("{name}: cannot read"))?;
+                    b
+                } else {
+                    std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?
+                };
                 let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
                 invokeai::parse(&text, &name, ctx, registry)?
             }

@@ -17,7 +17,7 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Rows> 
 /// Bytes of the file taken at a time. The file is never held whole (at
 /// 10^6 rows it was 142 MB beside the points): a chunk is parsed, in parts
 /// on every core, while the next one is read.
-const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 16 << 20;
 
 /// Reads one measurement CSV as a stream. A UTF-8 BOM and CRLF (or
 /// CR-only) line ends are accepted; an empty file (no header) is an error,
@@ -73,25 +73,29 @@ pub fn read_csv_in_chunks(
     };
     let shared_file = Text::from(file);
     let mut rows = Rows::default();
+    // Each part's rows are parsed into a list kept from chunk to chunk:
+    // fresh lists per chunk faulted their pages in again every time.
+    let mut spare: Vec<Rows> = Vec::new();
     loop {
         let cut = input.cut(&mut buf)?;
         let rest = buf.split_off(cut);
         let this = std::mem::replace(&mut buf, rest);
         let last = input.at_end;
         // This chunk is parsed while the next one is read.
-        let (read, parts) = crate::par::join(
+        let (read, (parts, next_line)) = crate::par::join(
             !last,
             || input.fill(&mut buf),
-            || parse_chunk(&this, line, &header, &shared_file, file, registry),
+            || parse_chunk(&this, line, &header, &shared_file, file, registry, std::mem::take(&mut spare)),
         );
         consumed += this.len() as u64;
-        for part in parts {
-            let mut part = part?;
+        for (mut part, parsed) in parts {
+            parsed?;
             reserve_for(&mut rows, part.len(), this.len(), len.saturating_sub(consumed));
             rows.append(&mut part);
+            spare.push(part);
         }
         read?;
-        line += count_lines(&this);
+        line = next_line;
         if last {
             return Ok(rows);
         }
@@ -100,7 +104,9 @@ pub fn read_csv_in_chunks(
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The rows of one chunk, in parts of about one per core, in file order.
+/// The rows of one chunk, in parts of about one per core, in file order:
+/// each part's rows go into one of the `spare` lists (or a new one). Also
+/// the number of the line after the chunk.
 fn parse_chunk(
     chunk: &[u8],
     first: u64,
@@ -108,9 +114,16 @@ fn parse_chunk(
     shared_file: &Text,
     file: &str,
     registry: &Registry,
-) -> Vec<Result<Rows>> {
-    let parts = split_at_lines(chunk, first);
-    crate::par::map(parts, |(part, first)| read_rows(part, first, header, shared_file, file, registry))
+    spare: Vec<Rows>,
+) -> (Vec<(Rows, Result<()>)>, u64) {
+    let mut spare = spare.into_iter();
+    let (parts, next_line) = split_at_lines(chunk, first);
+    let jobs: Vec<_> = parts.into_iter().map(|p| (p, spare.next().unwrap_or_default())).collect();
+    let parsed = crate::par::map(jobs, |((part, first), mut rows)| {
+        let parsed = read_rows(part, first, header, shared_file, file, registry, &mut rows);
+        (rows, parsed)
+    });
+    (parsed, next_line)
 }
 
 /// Makes room for `more` rows. The first time, room is made for the whole
@@ -183,7 +196,8 @@ fn count_lines(text: &[u8]) -> u64 {
     ends + u64::from(text.last().is_some_and(|b| *b != b'\n'))
 }
 
-/// The rows of one part of the file, whose first line is numbered `first`.
+/// The rows of one part of the file, whose first line is numbered `first`,
+/// appended to `rows`.
 fn read_rows(
     part: &[u8],
     first: u64,
@@ -191,9 +205,10 @@ fn read_rows(
     shared_file: &Text,
     file: &str,
     registry: &Registry,
-) -> Result<Rows> {
+    rows: &mut Rows,
+) -> Result<()> {
     let mut texts = Interners::default();
-    let mut rows = Rows::with_capacity(part.len() / 128);
+    rows.reserve((part.len() / 128).saturating_sub(rows.points.capacity() - rows.len()));
     for (line, raw, _) in physical_lines(part, first).filter(|(_, l, _)| !blank(l)) {
         let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
         if values.len() != header.names.len() {
@@ -203,7 +218,7 @@ fn read_rows(
         let point = row_to_point(&CsvRow { header, values }, &origin, registry, &mut texts)?;
         rows.push(point, origin);
     }
-    Ok(rows)
+    Ok(())
 }
 
 fn blank(line: &[u8]) -> bool {
@@ -211,8 +226,9 @@ fn blank(line: &[u8]) -> bool {
 }
 
 /// Splits text into about one part per core (one part below 1 MiB), each
-/// ending just after a `\n`, with the number of its first line.
-fn split_at_lines(text: &[u8], first: u64) -> Vec<(&[u8], u64)> {
+/// ending just after a `\n`, with the number of its first line; and the
+/// number of the line after the text.
+fn split_at_lines(text: &[u8], first: u64) -> (Vec<(&[u8], u64)>, u64) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let n = if text.len() < 1 << 20 { 1 } else { cores };
     let mut parts = Vec::with_capacity(n);
@@ -232,7 +248,7 @@ fn split_at_lines(text: &[u8], first: u64) -> Vec<(&[u8], u64)> {
             break;
         }
     }
-    parts
+    (parts, number)
 }
 
 /// The physical lines of some text, numbered from `first`, each with the
