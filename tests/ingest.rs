@@ -416,3 +416,30 @@ fn a_dash_reads_standard_input_like_a_file() {
     // Standard input can be read once.
     vramfit().arg("--root").arg(by_stdin.path()).args(["ingest", "-", "-"]).write_stdin(text).assert().code(2);
 }
+
+#[test]
+fn a_row_given_twice_is_reported_and_counted_once() {
+    let csv = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The second data row again, at the end: line N + 1 repeats line 3.
+    let doubled = format!("{}\n{}\n", lines.join("\n"), lines[2]);
+    let root = scratch();
+    std::fs::remove_file(root.path().join("measurements/vae.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("twice.csv");
+    std::fs::write(&file, &doubled).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest"]).arg(&file).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["points"], lines.len() - 1, "the repeat is counted once");
+    let notes: Vec<&str> = report["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    let shown = file.display().to_string();
+    let want = format!("{shown}:{}: repeats the row at {shown}:3 exactly", lines.len() + 1);
+    assert!(notes.iter().any(|n| n.starts_with(&want)), "{notes:?}");
+    // The same rows once each: no note.
+    let again = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest"]).arg(&csv).output();
+    let again: serde_json::Value = serde_json::from_slice(&again.unwrap().stdout).unwrap();
+    assert!(!again["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("repeats")));
+}

@@ -97,7 +97,8 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         (vec![], vec![])
     };
     let merged = merge(stored, all)?;
-    let notes = unknown_os_notes(merged.added.iter().map(|at| &merged.points[*at]), &policy);
+    let mut notes = repeat_notes(&merged.repeats);
+    notes.extend(unknown_os_notes(merged.added.iter().map(|at| &merged.points[*at]), &policy));
 
     let mut files = Vec::new();
     let mut fates = merged.fates.iter();
@@ -140,6 +141,24 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
         up_to_date,
         notes,
     })
+}
+
+/// Rows given twice in this input with the same content: counted once,
+/// but said, since a repeated row is usually a copy-and-paste slip (the
+/// first 20 by place, then how many more).
+fn repeat_notes(
+    repeats: &[(crate::points::row::RowOrigin, crate::points::row::RowOrigin, crate::text::Text)],
+) -> Vec<String> {
+    const SHOWN: usize = 20;
+    let mut notes: Vec<String> = repeats
+        .iter()
+        .take(SHOWN)
+        .map(|(again, first, id)| format!("{again}: repeats the row at {first} exactly (id {id}): counted once"))
+        .collect();
+    if repeats.len() > SHOWN {
+        notes.push(format!("… and {} more repeated row(s)", repeats.len() - SHOWN));
+    }
+    notes
 }
 
 /// Rows with no OS on a platform whose lines keep their OS: they make a

@@ -26,6 +26,9 @@ pub struct Merged {
     pub fates: Vec<RowFate>,
     /// Positions in `points` of the points new to the store, in input order.
     pub added: Vec<usize>,
+    /// Rows given again, with the same content, in this input: where each
+    /// repeat is, where its row was first given, and its id, in input order.
+    pub repeats: Vec<(RowOrigin, RowOrigin, Text)>,
 }
 
 /// Adds `rows` to `stored` (sorted by id, as the store keeps it). An id
@@ -38,6 +41,7 @@ pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|a, b| rows[*a].id.cmp(&rows[*b].id).then(a.cmp(b)));
     check_conflicts(&stored, &rows, &origins, &order)?;
+    let repeats = repeated_rows(&rows, &origins, &order);
     drop(origins);
 
     let mut fates = vec![RowFate::Unchanged; rows.len()];
@@ -82,7 +86,28 @@ pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
     }
     at_of_row.sort_unstable();
     let added = at_of_row.into_iter().map(|(_, at)| at).collect();
-    Ok(Merged { points, fates, added })
+    Ok(Merged { points, fates, added, repeats })
+}
+
+/// Rows whose id was given earlier in the input with the same content
+/// (a differing one is a conflict, refused before this). `order` sorts the
+/// positions by (id, position), so a row's first giving leads its run.
+fn repeated_rows(rows: &[Point], origins: &[RowOrigin], order: &[usize]) -> Vec<(RowOrigin, RowOrigin, Text)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let mut k = 0;
+    while k < order.len() {
+        let first = order[k];
+        let mut end = k + 1;
+        while end < order.len() && rows[order[end]].id == rows[first].id {
+            out.push((order[end], first));
+            end += 1;
+        }
+        k = end;
+    }
+    out.sort_unstable();
+    out.into_iter()
+        .map(|(again, first)| (origins[again].clone(), origins[first].clone(), rows[first].id.clone()))
+        .collect()
 }
 
 /// Puts `v` in the order `order` gives (`v[k]` becomes the old

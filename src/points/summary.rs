@@ -44,7 +44,7 @@ pub struct IngestReport {
     pub up_to_date: bool,
     /// Things the maintainer should know about the rows this run added:
     /// points with no OS on a platform whose lines keep their OS, and what
-    /// they become.
+    /// they become; rows given twice with the same content (counted once).
     pub notes: Vec<String>,
 }
 
