@@ -16,9 +16,7 @@ Every figure is an integer or an exact fraction, never a float. Errors are
 ``ValueError``s with the CLI's own messages (which name the flag: ``--dtype``
 is the ``dtype=`` argument here, ``--loaded-dtype`` is ``loaded_dtype=``).
 
-The JSON Schema of the coefficients file and of the answer are in the
-``schemas/`` folder of the vramfit repository (``coefficients.json``,
-``reserve.json``); this module validates only what it reads.
+This module validates only what it reads of the coefficients file.
 """
 
 import json
