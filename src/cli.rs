@@ -113,6 +113,14 @@ vramfit report --out /tmp/r --before legacy\n\n\
 Exit codes: 0 written and verify green, 1 written but verify has findings, 2 usage or input error."
     )]
     Report(ReportArgs),
+    /// Print the JSON Schema of a file vramfit reads or writes, or of an answer it prints.
+    #[command(after_help = "Kinds: coefficients (fits/vae.json), points (measurements/vae.json), \
+policy (fits/policy.toml as parsed TOML), reserve and plan (their --format json answers).\n\
+The same schemas are committed under schemas/.\n\nExamples:\n  vramfit schema coefficients > vae.schema.json")]
+    Schema {
+        #[arg(value_enum)]
+        kind: SchemaArg,
+    },
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     #[command(
         after_help = "Install:\n  vramfit completions bash > ~/.local/share/bash-completion/completions/vramfit\n  \
@@ -132,6 +140,15 @@ vramfit completions powershell >> $PROFILE"
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
     )]
     Points(PointsArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SchemaArg {
+    Coefficients,
+    Points,
+    Policy,
+    Reserve,
+    Plan,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -677,6 +694,18 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let r = report::bundle::write(&dir, bundle)?;
             emit(out, &report::render(&r, format, "report")?);
             Ok(if r.verify_ok { EXIT_OK } else { EXIT_FINDINGS })
+        }
+        Command::Schema { kind } => {
+            use commands::schema::SchemaKind;
+            let kind = match kind {
+                SchemaArg::Coefficients => SchemaKind::Coefficients,
+                SchemaArg::Points => SchemaKind::Points,
+                SchemaArg::Policy => SchemaKind::Policy,
+                SchemaArg::Reserve => SchemaKind::Reserve,
+                SchemaArg::Plan => SchemaKind::Plan,
+            };
+            emit(out, &serde_json::to_string_pretty(&commands::schema::schema(kind))?);
+            Ok(EXIT_OK)
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

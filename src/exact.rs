@@ -191,6 +191,25 @@ impl serde::Serialize for Ratio {
     }
 }
 
+/// In a schema: the exact decimal, or `num/den`.
+impl schemars::JsonSchema for Ratio {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ratio".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An exact number: a decimal (`0.05`) or a fraction `num/den`",
+            "pattern": "^-?[0-9]+(\\.[0-9]+)?(/[0-9]+)?$"
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for Ratio {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

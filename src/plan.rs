@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
 /// How the budget was set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BudgetFrom {
     /// `share × free` was the smaller bound.
@@ -28,7 +28,7 @@ pub enum BudgetFrom {
 }
 
 /// The memory a workload may use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Budget {
     /// `min(cap, floor(share × free))`, bytes.
     pub bytes: u64,
@@ -72,7 +72,7 @@ pub fn budget(free: Option<u64>, share: Ratio, cap: Option<u64>) -> Result<Budge
 }
 
 /// The verdicts, in order of how much they cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Full,
@@ -93,7 +93,7 @@ impl Verdict {
 }
 
 /// A plan for N items.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     /// `vae` or `canvas`.
     pub workload: &'static str,
@@ -134,7 +134,7 @@ pub struct Plan {
 }
 
 /// What a priced step decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepRole {
     /// Every item at once.
@@ -150,7 +150,7 @@ pub enum StepRole {
 }
 
 /// One pricing a plan rests on, and where its number came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PricedStep {
     /// What this pricing decided.
     pub role: StepRole,

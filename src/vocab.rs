@@ -48,6 +48,14 @@ macro_rules! vocabulary {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.as_str()) }
         }
 
+        /// In a schema: the canonical spellings (the ones written out).
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> { stringify!($name).into() }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "enum": [$($canon),+] })
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             /// Parses the string where it lies: no allocation per value
             /// (seven per stored point at 10^5 points).

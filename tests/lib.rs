@@ -19,6 +19,7 @@ mod python_package;
 mod report;
 mod reserve;
 mod scale;
+mod schemas;
 mod shell;
 mod snapshots;
 mod streams;

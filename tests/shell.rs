@@ -4,7 +4,7 @@
 use crate::common::*;
 
 const SUBCOMMANDS: &[&str] =
-    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points"];
+    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points", "schema"];
 
 fn stdout(args: &[&str]) -> String {
     let out = vramfit().args(args).output().unwrap();

@@ -16,7 +16,10 @@ Every figure is an integer or an exact fraction, never a float. Errors are
 ``ValueError``s with the CLI's own messages (which name the flag: ``--dtype``
 is the ``dtype=`` argument here, ``--loaded-dtype`` is ``loaded_dtype=``).
 
-This module validates only what it reads of the coefficients file.
+The JSON Schemas of the coefficients file and of the answer are
+``schemas/coefficients.json`` and ``schemas/reserve.json`` in the vramfit
+repository (``vramfit schema coefficients`` prints the first); this module
+validates only what it reads.
 """
 
 import json

@@ -26,7 +26,7 @@ pub const EMBEDDED: &str = include_str!("../../fits/vae.json");
 pub const VERSION: u32 = 2;
 
 /// The shipped file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CoefficientsFile {
     /// Always `vramfit-coefficients`.
@@ -69,7 +69,7 @@ pub struct CoefficientsFile {
 }
 
 /// Rounding steps.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resolution {
     /// Slopes are multiples of this many bytes per pixel.
     pub slope_bytes_per_pixel: String,
@@ -78,7 +78,9 @@ pub struct Resolution {
 }
 
 /// A fitted or carried line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+// The loader refuses unknown fields here too (through the field walk).
+#[schemars(deny_unknown_fields)]
 pub struct ShippedLine {
     #[serde(flatten)]
     pub key: LineKey,
@@ -112,7 +114,7 @@ pub struct ShippedLine {
 }
 
 /// The unrounded envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShippedEnvelope {
     /// Bytes per pixel, `num/den`.
     pub slope: String,
@@ -121,7 +123,9 @@ pub struct ShippedEnvelope {
 }
 
 /// A key with points too few to fit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+// The loader refuses unknown fields here too (through the field walk).
+#[schemars(deny_unknown_fields)]
 pub struct InsufficientLine {
     #[serde(flatten)]
     pub key: LineKey,
@@ -133,14 +137,14 @@ pub struct InsufficientLine {
 }
 
 /// The unmeasured-platform rule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unmeasured {
     pub rule: String,
     pub description: String,
 }
 
 /// Input digests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Digests {
     /// SHA-256 of the canonical form of `measurements/vae.json` (points
     /// sorted by id), so the order points are stored in does not matter.

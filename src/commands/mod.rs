@@ -11,4 +11,5 @@ pub mod plan;
 pub mod plot;
 pub mod points;
 pub mod reserve;
+pub mod schema;
 pub mod verify;

@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// One measured demand of one run configuration (docs/DESIGN.md, "Points").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(from = "wire::PointWire")]
+// The store refuses unknown fields (every line must re-serialise to itself).
+#[schemars(deny_unknown_fields)]
 pub struct Point {
     /// Stable id; derived from the content when the input gave none.
     pub id: Text,
@@ -69,7 +71,7 @@ pub struct Point {
 }
 
 /// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points").
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LineKey {
     pub vae: Text,
     pub op: Op,

@@ -14,7 +14,9 @@ use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Serialize, Deserialize)]
+/// (Its schema is the read side of `Point`'s; the committed schemas are
+/// of the written side, `Point` itself.)
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 pub(super) struct PointWire {
     id: Text,
     vae: Text,

@@ -6,6 +6,7 @@
 //! reports them as findings, so CI names every one of them at once.
 
 mod parse;
+pub mod schema;
 
 pub use parse::parse;
 
@@ -39,7 +40,7 @@ pub struct Carry {
 }
 
 /// A `(conv_backend, allocator)` pair whose lines keep their OS.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OsSpecific {
     pub conv_backend: ConvBackend,
     /// `None` means every allocator of that backend.
@@ -47,7 +48,7 @@ pub struct OsSpecific {
 }
 
 /// The allocator a platform runs when nothing is configured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AllocatorDefault {
     pub conv_backend: ConvBackend,
     pub os: Os,
@@ -55,14 +56,14 @@ pub struct AllocatorDefault {
 }
 
 /// The k constants of the v1 estimator for one backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LegacyK {
     pub decode: u64,
     pub encode: u64,
 }
 
 /// The previous estimator (docs/DESIGN.md, "The legacy estimator"): the floor for unmeasured platforms.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Legacy {
     pub k: BTreeMap<ConvBackend, LegacyK>,
     /// Backend whose k a backend without its own entry uses.

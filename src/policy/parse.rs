@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value};
 
-const TOP_KEYS: &[&str] = &[
+pub(super) const TOP_KEYS: &[&str] = &[
     "margin",
     "ratio_bound",
     "min_sizes",
@@ -27,13 +27,14 @@ const TOP_KEYS: &[&str] = &[
     "legacy",
     "vae",
 ];
-const LISTED_KEYS: &[&str] = &["id", "reason"];
-const CARRY_KEYS: &[&str] =
+pub(super) const LISTED_KEYS: &[&str] = &["id", "reason"];
+pub(super) const CARRY_KEYS: &[&str] =
     &["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype", "slope", "base_mib", "reason"];
-const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "reason"];
-const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
-const LEGACY_KEYS: &[&str] = &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-const VAE_KEYS: &[&str] = &["models", "params", "note"];
+pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "reason"];
+pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
+pub(super) const LEGACY_KEYS: &[&str] =
+    &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
+pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note"];
 
 /// Parses a policy. `file` names the file in messages.
 pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {

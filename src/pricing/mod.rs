@@ -69,7 +69,7 @@ impl Query {
 }
 
 /// Which rule set the price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     /// The query's own fitted line.
@@ -114,6 +114,21 @@ impl std::fmt::Display for Slope {
     }
 }
 
+/// In a schema: the decimal with two places.
+impl schemars::JsonSchema for Slope {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Slope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$" })
+    }
+}
+
 impl Serialize for Slope {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -121,7 +136,7 @@ impl Serialize for Slope {
 }
 
 /// The answer, with everything needed to explain it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Price {
     /// The reservation, bytes.
     pub bytes: u64,
@@ -188,7 +203,7 @@ impl Price {
 }
 
 /// The answer of `reserve`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReserveReport {
     #[serde(flatten)]
     pub price: Price,

@@ -52,7 +52,8 @@ impl EnvSnapshot {
 }
 
 /// A detected (or given) value and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Detected_{T}")]
 pub struct Detected<T> {
     pub value: T,
     /// `flag`, an environment variable with its value, `policy default …` or `host`.

@@ -1,0 +1,179 @@
+//! The schema of `fits/policy.toml` as written (the TOML document, for
+//! editors and tools). The parser reads the TOML by hand, so that every
+//! unknown key is collected as a problem rather than stopping at the first;
+//! these types only describe the document, and a test holds each table's
+//! keys to the keys the parser knows.
+
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use schemars::JsonSchema;
+use std::collections::BTreeMap;
+
+/// A number the policy reads exactly: a decimal string (`"0.05"`,
+/// preferred) or a TOML integer or float (read through its decimal form).
+#[derive(JsonSchema)]
+#[serde(untagged)]
+pub enum PolicyNumber {
+    Decimal(String),
+    Number(f64),
+}
+
+/// `fits/policy.toml`: every decision the fit and the checks take from a
+/// person rather than from the data, each with its reason.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// Margin added to the envelope before rounding (default 0.05).
+    pub margin: Option<PolicyNumber>,
+    /// Largest `reserve / demand` outside listed exceptions (default 1.3, at least 1).
+    pub ratio_bound: Option<PolicyNumber>,
+    /// Distinct sizes a line needs to be fitted (default 3).
+    pub min_sizes: Option<u64>,
+    /// The unmeasured-platform rule: `max-measured-with-legacy-floor`, the one implemented.
+    pub unmeasured: Option<String>,
+    /// The allocator when no `[[allocator_default]]` matches (default `native`).
+    pub default_allocator: Option<Allocator>,
+    /// `"WxH"` sizes for tables and the floor checks.
+    pub grid: Option<Vec<String>>,
+    /// Tile edges `plan` may fall back to, largest first.
+    pub tiles: Option<Vec<u32>>,
+    /// Points left out of every fit and check.
+    pub exclude: Option<Vec<ListedEntry>>,
+    /// Points kept in their line on purpose where another source disagrees at the same size.
+    pub keep: Option<Vec<ListedEntry>>,
+    /// Points allowed above the ratio bound.
+    pub exception: Option<Vec<ListedEntry>>,
+    /// Lines whose values are declared, not fitted.
+    pub carry: Option<Vec<CarryEntry>>,
+    /// `(conv_backend, allocator)` pairs whose lines keep their OS.
+    pub os_specific: Option<Vec<OsSpecificEntry>>,
+    /// The allocator a platform runs when nothing is configured.
+    pub allocator_default: Option<Vec<AllocatorDefaultEntry>>,
+    /// The previous estimator: the floor of unmeasured platforms.
+    pub legacy: Option<LegacyEntry>,
+    /// VAE families by name, with the model names that resolve to them.
+    pub vae: Option<BTreeMap<String, VaeFamily>>,
+}
+
+/// A point id and why it is listed.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListedEntry {
+    pub id: String,
+    pub reason: String,
+}
+
+/// A carried line: its key, its values and why.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CarryEntry {
+    pub vae: String,
+    pub op: Op,
+    /// Tile edge (default 0: untiled).
+    pub tile: Option<u32>,
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+    pub dtype: Dtype,
+    /// Bytes per pixel, at most two decimals.
+    pub slope: PolicyNumber,
+    pub base_mib: u64,
+    pub reason: String,
+}
+
+/// A pair whose lines keep their OS.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OsSpecificEntry {
+    pub conv_backend: ConvBackend,
+    /// `*` (or absent): every allocator of the backend.
+    pub allocator: Option<AllocatorOrAll>,
+    pub reason: String,
+}
+
+/// An allocator, or `*` for every allocator.
+pub struct AllocatorOrAll;
+
+impl JsonSchema for AllocatorOrAll {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AllocatorOrAll".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = generator.subschema_for::<Allocator>();
+        schemars::json_schema!({ "anyOf": [one, { "const": "*" }] })
+    }
+}
+
+/// The allocator a platform runs when nothing is configured.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllocatorDefaultEntry {
+    pub conv_backend: ConvBackend,
+    pub os: Os,
+    pub allocator: Allocator,
+    pub reason: String,
+}
+
+/// The v1 estimator's constants.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyEntry {
+    pub reason: String,
+    /// The k constants per backend.
+    pub k: Option<BTreeMap<ConvBackend, LegacyKEntry>>,
+    /// The backend whose k a backend without its own entry uses.
+    pub fallback_backend: ConvBackend,
+    /// Bytes per element per dtype.
+    pub elem_bytes: Option<BTreeMap<Dtype, u64>>,
+    /// Multiplier of a tiled decode or encode.
+    pub tile_factor: PolicyNumber,
+    /// Extra MiB per family when it runs fp32.
+    pub fp32_extra_mib: Option<BTreeMap<String, u64>>,
+}
+
+/// One backend's k constants.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyKEntry {
+    pub decode: u64,
+    pub encode: u64,
+}
+
+/// A VAE family.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VaeFamily {
+    /// Model names that resolve to the family.
+    pub models: Option<Vec<String>>,
+    /// The weight count, for cast growth.
+    pub params: Option<u64>,
+    pub note: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::{
+        ALLOC_DEFAULT_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS, OS_SPECIFIC_KEYS, TOP_KEYS, VAE_KEYS,
+    };
+    use std::collections::BTreeSet;
+
+    fn keys<T: schemars::JsonSchema>() -> BTreeSet<String> {
+        let s = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+        s.get("properties").and_then(|p| p.as_object()).unwrap().keys().cloned().collect()
+    }
+
+    fn set(k: &[&str]) -> BTreeSet<String> {
+        k.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn every_table_of_the_schema_has_the_keys_the_parser_knows() {
+        assert_eq!(keys::<super::PolicyFile>(), set(TOP_KEYS));
+        assert_eq!(keys::<super::ListedEntry>(), set(LISTED_KEYS));
+        assert_eq!(keys::<super::CarryEntry>(), set(CARRY_KEYS));
+        assert_eq!(keys::<super::OsSpecificEntry>(), set(OS_SPECIFIC_KEYS));
+        assert_eq!(keys::<super::AllocatorDefaultEntry>(), set(ALLOC_DEFAULT_KEYS));
+        assert_eq!(keys::<super::LegacyEntry>(), set(LEGACY_KEYS));
+        assert_eq!(keys::<super::VaeFamily>(), set(VAE_KEYS));
+    }
+}
