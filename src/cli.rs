@@ -35,14 +35,14 @@ struct Cli {
     /// `reserve` and `plan` use the compiled-in coefficients unless given].
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Output format.
+    /// Output format (each subcommand below lists the ones it prints).
     #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
     format: FormatArg,
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FormatArg {
     Table,
     Json,
@@ -390,6 +390,69 @@ struct PointsArgs {
     id: Option<String>,
 }
 
+/// The formats each subcommand prints. Any other is refused before the
+/// command runs (exit 2), and the top-level help lists these per
+/// subcommand; `schema`, `completions` and `man` print one fixed form.
+const FORMATS: &[(&str, &[FormatArg])] = {
+    use FormatArg::{Github, Json, Markdown, Table};
+    &[
+        ("ingest", &[Table, Json, Github]),
+        ("fit", &[Table, Json, Markdown]),
+        ("emit", &[Table, Json, Markdown, Github]),
+        ("verify", &[Table, Json, Github, Markdown]),
+        ("reserve", &[Table, Json]),
+        ("plan", &[Table, Json]),
+        ("diff", &[Table, Json, Markdown]),
+        ("crossval", &[Table, Json, Markdown]),
+        ("plot", &[Table, Json]),
+        ("report", &[Table, Json]),
+        ("points", &[Table, Json]),
+    ]
+};
+
+fn formats_of(command: &str) -> Option<&'static [FormatArg]> {
+    FORMATS.iter().find(|(name, _)| *name == command).map(|(_, f)| *f)
+}
+
+fn format_names(formats: &[FormatArg]) -> Vec<String> {
+    formats.iter().filter_map(|f| f.to_possible_value()).map(|v| v.get_name().to_string()).collect()
+}
+
+/// The command line definition, with each subcommand's formats in its
+/// one-line description (what the top-level help lists).
+fn command() -> clap::Command {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for (name, formats) in FORMATS {
+        cmd = cmd.mut_subcommand(*name, |c| {
+            let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+            c.about(format!("{about} [--format {}]", format_names(formats).join("|")))
+        });
+    }
+    cmd
+}
+
+impl Command {
+    /// The subcommand's name on the command line.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Ingest(_) => "ingest",
+            Command::Fit => "fit",
+            Command::Emit(_) => "emit",
+            Command::Verify => "verify",
+            Command::Reserve(_) => "reserve",
+            Command::Plan(_) => "plan",
+            Command::Diff(_) => "diff",
+            Command::Crossval(_) => "crossval",
+            Command::Plot(_) => "plot",
+            Command::Report(_) => "report",
+            Command::Points(_) => "points",
+            Command::Schema { .. } => "schema",
+            Command::Completions { .. } => "completions",
+            Command::Man => "man",
+        }
+    }
+}
+
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         match f {
@@ -451,7 +514,8 @@ where
         emit(out, &long_version());
         return EXIT_OK;
     }
-    let cli = match Cli::try_parse_from(args) {
+    let parsed = command().try_get_matches_from(args).and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_INPUT } else { EXIT_OK };
@@ -587,6 +651,13 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
 }
 
 fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let name = cli.command.name();
+    if let Some(formats) = formats_of(name) {
+        if !formats.contains(&cli.format) {
+            let asked = format_names(&[cli.format]).join("");
+            anyhow::bail!("`{name}` has no {asked} output (it prints {})", format_names(formats).join(", "));
+        }
+    }
     let format: Format = cli.format.into();
     let explicit_root = cli.root.clone();
     let root = cli.root.unwrap_or_else(|| PathBuf::from("."));
@@ -708,7 +779,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             Ok(EXIT_OK)
         }
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut cmd = command();
             let mut bytes = Vec::new();
             clap_complete::generate(shell, &mut cmd, "vramfit", &mut bytes);
             out.write_all(&bytes)?;
@@ -716,7 +787,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
         }
         Command::Man => {
             let mut bytes = Vec::new();
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut bytes)?;
+            clap_mangen::Man::new(command()).render(&mut bytes)?;
             out.write_all(&bytes)?;
             Ok(EXIT_OK)
         }

@@ -140,6 +140,17 @@ fn emit_check_fails_and_shows_the_change_when_a_point_moves_a_line() {
     assert!(s.contains("OUT OF DATE"), "{s}");
     assert!(s.contains("sd/decode/0/cudnn/native/any/fp16") && s.contains("4452.00 → "), "{s}");
     assert_eq!(before, snapshot(&root.path().join("fits")), "--check writes nothing");
+    // For CI: an annotation on the file naming the line, and the findings.
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "github", "emit", "--check"]).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let s = stdout_of(&out);
+    let shipped = format!("{}", root.path().join("fits/vae.json").display()).replace(':', "%3A").replace(',', "%2C");
+    let first = s.lines().next().unwrap();
+    assert!(first.starts_with(&format!("::error file={shipped},title=vramfit emit --check::a fresh emit")), "{first}");
+    assert!(first.contains("%0Asd/decode/0/cudnn/native/any/fp16: changed, slope 4452.00 → "), "{first}");
+    assert!(s.lines().any(|l| l.starts_with("::error file=fits/policy.toml,title=vramfit ratio-bound::")), "{s}");
+    assert!(s.trim_end().ends_with("OUT OF DATE"), "{s}");
     // The 9000 MiB point lifts the line so far that the small decodes are
     // over-reserved beyond 1.3×: emit says what verify would, writes nothing.
     let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "emit"]).output().unwrap();

@@ -443,3 +443,60 @@ fn a_row_given_twice_is_reported_and_counted_once() {
     let again: serde_json::Value = serde_json::from_slice(&again.unwrap().stdout).unwrap();
     assert!(!again["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("repeats")));
 }
+
+#[test]
+fn the_readme_invokeai_example_runs_on_a_fresh_clone() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let after = readme.split("<!-- invokeai-example -->").nth(1).expect("the README marks the example");
+    let script = after.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let demo = scratch.path().join("invokeai-demo");
+    let bin = assert_cmd::cargo::cargo_bin("vramfit");
+    // The block as written, with its scratch folder in a temporary one and
+    // `vramfit` the binary under test; run from the repository root.
+    let script = script.replace("/tmp/invokeai-demo", &demo.display().to_string());
+    let out = std::process::Command::new("bash")
+        .args(["-euc", &script])
+        .current_dir(repo())
+        .env("PATH", format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("(98 added)"), "{stdout}");
+}
+
+#[test]
+fn check_with_format_github_annotates_the_drift() {
+    let root = scratch();
+    let raw = repo().join("measurements/raw");
+    let csvs: Vec<_> = std::fs::read_dir(&raw)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    let run = |files: &[std::path::PathBuf]| {
+        vramfit().arg("--root").arg(root.path()).args(["--format", "github", "ingest", "--check"]).args(files).output()
+    };
+    let ok = run(&csvs).unwrap();
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&ok.stdout).contains("::error"));
+    // One new row in a copy of a file: one `::error` naming it, exit 1.
+    let dir = tempfile::tempdir().unwrap();
+    let extra = dir.path().join("more.csv");
+    let text = std::fs::read_to_string(raw.join("invokeai-pr7673-pr7674.csv")).unwrap();
+    let header = text.lines().next().unwrap();
+    let row = text.lines().nth(1).unwrap().replacen("pr7673-", "new-row-", 1);
+    std::fs::write(&extra, format!("{header}\n{row}\n")).unwrap();
+    let mut files = csvs.clone();
+    files.push(extra);
+    let out = run(&files).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let error = text.lines().find(|l| l.starts_with("::error ")).expect("an annotation");
+    let store = root.path().join("measurements/vae.json").display().to_string().replace(':', "%3A");
+    let want =
+        format!("::error file={store},title=vramfit ingest --check::1 row(s) of these files are not in the store");
+    assert!(error.starts_with(&want), "{error}");
+    assert!(error.contains("new-row-") && error.contains("%0Arun `vramfit ingest`"), "{error}");
+}

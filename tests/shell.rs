@@ -44,3 +44,61 @@ fn the_man_page_documents_every_subcommand() {
     }
     assert!(page.contains("\\-\\-root"), "global flags are listed");
 }
+
+#[test]
+fn every_subcommand_prints_exactly_the_formats_the_help_lists() {
+    // Help may wrap a long entry onto indented lines: join them back.
+    let mut help = String::new();
+    for line in stdout(&["--help"]).lines() {
+        if line.starts_with("        ") {
+            help.push(' ');
+            help.push_str(line.trim_start());
+        } else {
+            help.push('\n');
+            help.push_str(line);
+        }
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().display().to_string();
+    let csvs: Vec<String> = std::fs::read_dir(repo().join("measurements/raw"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut ingest = vec!["ingest", "--check"];
+    ingest.extend(csvs.iter().map(String::as_str));
+    let lines: Vec<(&str, Vec<&str>)> = vec![
+        ("ingest", ingest),
+        ("fit", vec!["fit"]),
+        ("emit", vec!["emit", "--check"]),
+        ("verify", vec!["verify"]),
+        ("reserve", vec!["reserve", "sdxl", "decode", "512x512", "--dtype", "fp16"]),
+        ("plan", vec!["plan", "sdxl", "decode", "512x512", "--dtype", "fp16", "--free", "8GiB"]),
+        ("diff", vec!["diff", "legacy", "embedded"]),
+        ("crossval", vec!["crossval"]),
+        ("plot", vec!["plot", "--out", &out]),
+        ("report", vec!["report", "--out", &out, "--before", "embedded"]),
+        ("points", vec!["points", "--vae", "sdxl"]),
+    ];
+    let all = ["table", "json", "github", "markdown"];
+    for (name, args) in lines {
+        let listed = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .and_then(|l| l.rsplit_once("[--format ").map(|(_, f)| f.trim_end_matches(']').to_string()))
+            .unwrap_or_else(|| panic!("{name}: no formats in the help"));
+        let listed: Vec<&str> = listed.split('|').collect();
+        for format in all {
+            let o = vramfit().current_dir(repo()).args(["--format", format]).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            if listed.contains(&format) {
+                assert!(matches!(o.status.code(), Some(0 | 1)), "{name} --format {format}: {err}");
+                assert!(!o.stdout.is_empty(), "{name} --format {format} printed nothing");
+            } else {
+                assert_eq!(o.status.code(), Some(2), "{name} --format {format} should be refused");
+                assert!(err.contains(&format!("`{name}` has no {format} output")), "{err}");
+            }
+        }
+    }
+}

@@ -152,4 +152,29 @@ impl Report for EmitReport {
         findings_markdown(&mut s, &self.findings);
         Some(s)
     }
+
+    /// With `--check`, an `::error` on the file when a fresh emit would
+    /// change it, naming each changed line; the findings on the new file;
+    /// then the summary line.
+    fn github(&self) -> Option<String> {
+        let mut s = String::new();
+        if self.check && self.changed {
+            let changed: Vec<String> = emit_rows(self)
+                .iter()
+                .map(|r| format!("{}: {}, slope {} B/px, base {} MiB", r[0], r[1], r[2], r[3]))
+                .collect();
+            let msg = format!(
+                "a fresh emit would change this file; run `vramfit emit` and commit it\n{}",
+                changed.join("\n")
+            );
+            s.push_str(&super::annotation("error", &self.file, "vramfit emit --check", &msg));
+        }
+        s.push_str(&super::verify::findings_annotations(&self.findings));
+        s.push_str(&match (self.check, self.changed) {
+            (true, false) => format!("{}: up to date ({} lines)\n", self.file, self.changes.len()),
+            (true, true) => format!("{}: OUT OF DATE\n", self.file),
+            (false, changed) => format!("{}: {}\n", self.file, if changed { "changed" } else { "unchanged" }),
+        });
+        Some(s)
+    }
 }

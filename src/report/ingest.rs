@@ -47,4 +47,36 @@ impl Report for IngestReport {
         }
         s
     }
+
+    /// An `::error` on the store for each kind of drift (`--check`), a
+    /// `::warning` per note, then the one-line summary.
+    fn github(&self) -> Option<String> {
+        let mut s = String::new();
+        let title = "vramfit ingest --check";
+        if !self.missing.is_empty() {
+            let msg = format!(
+                "{} row(s) of these files are not in the store: {}\nrun `vramfit ingest` on the same files and commit the store",
+                self.missing.len(),
+                self.missing.join(", ")
+            );
+            s.push_str(&super::annotation("error", &self.store, title, &msg));
+        }
+        if !self.orphans.is_empty() {
+            let msg = format!(
+                "{} stored point(s) come from none of these files: {}",
+                self.orphans.len(),
+                self.orphans.join(", ")
+            );
+            s.push_str(&super::annotation("error", &self.store, title, &msg));
+        }
+        for n in &self.notes {
+            s.push_str(&super::annotation("warning", &self.store, "vramfit ingest", n));
+        }
+        s.push_str(&match (self.check, self.up_to_date) {
+            (true, true) => format!("{}: up to date ({} points)\n", self.store, self.points),
+            (true, false) => format!("{}: NOT up to date with these files\n", self.store),
+            (false, _) => format!("{}: {} points ({} added)\n", self.store, self.points, self.added),
+        });
+        Some(s)
+    }
 }

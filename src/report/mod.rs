@@ -26,7 +26,7 @@ pub enum Format {
     Table,
     /// One JSON document, keys in a stable order.
     Json,
-    /// GitHub Actions `::error` annotations (verify).
+    /// GitHub Actions `::error` annotations (verify, `ingest --check`, `emit --check`).
     Github,
     /// A markdown table, for pull-request comments (fit, emit, verify).
     Markdown,
@@ -62,6 +62,14 @@ pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String>
 }
 
 pub use grid::grid;
+
+/// A GitHub Actions workflow command (`::error file=F,title=T::message`),
+/// its message escaped as the runner reads it (`%`, CR and LF).
+pub fn annotation(level: &str, file: &str, title: &str, message: &str) -> String {
+    let esc = |t: &str| t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    let prop = |t: &str| esc(t).replace(':', "%3A").replace(',', "%2C");
+    format!("::{level} file={},title={}::{}\n", prop(file), prop(title), esc(message))
+}
 
 /// A markdown table.
 pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {

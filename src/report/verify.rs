@@ -13,6 +13,23 @@ fn summary(r: &VerifyReport) -> String {
     )
 }
 
+/// One GitHub `::error` annotation per finding, on the file to fix.
+pub(super) fn findings_annotations(findings: &[Finding]) -> String {
+    let mut s = String::new();
+    for f in findings {
+        let mut msg = String::new();
+        if let Some(l) = &f.line {
+            msg.push_str(&format!("[{l}] "));
+        }
+        msg.push_str(&detail(f));
+        if !f.points.is_empty() {
+            msg.push_str(&format!("\npoints: {}", f.points.join(", ")));
+        }
+        s.push_str(&super::annotation("error", f.file, &format!("vramfit {}", f.code), &msg));
+    }
+    s
+}
+
 pub(super) fn detail(f: &Finding) -> String {
     let mut s = f.message.clone();
     if let (Some(e), Some(x)) = (&f.expected, &f.found) {
@@ -52,19 +69,7 @@ impl Report for VerifyReport {
     }
 
     fn github(&self) -> Option<String> {
-        let esc = |t: &str| t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-        let mut s = String::new();
-        for f in &self.findings {
-            let mut msg = String::new();
-            if let Some(l) = &f.line {
-                msg.push_str(&format!("[{l}] "));
-            }
-            msg.push_str(&detail(f));
-            if !f.points.is_empty() {
-                msg.push_str(&format!("\npoints: {}", f.points.join(", ")));
-            }
-            s.push_str(&format!("::error file={},title=vramfit {}::{}\n", f.file, f.code, esc(&msg)));
-        }
+        let mut s = findings_annotations(&self.findings);
         s.push_str(&summary(self));
         s.push('\n');
         Some(s)
