@@ -137,7 +137,7 @@ vramfit completions powershell >> $PROFILE"
     Man,
     /// List stored points, filtered by any key field.
     #[command(
-        after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json"
+        after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json\n  vramfit points --line sd/decode/0/cudnn/native/any/fp16"
     )]
     Points(PointsArgs),
 }
@@ -388,6 +388,10 @@ struct PointsArgs {
     /// Substring of the point id.
     #[arg(long)]
     id: Option<String>,
+    /// One line, `vae/op/tile/backend/allocator/os/dtype` (as `fit` names it): its points exactly as
+    /// the fit groups them (the OS folds into `any` off OS-specific platforms; excluded points are named apart).
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["vae", "op", "tile", "backend", "allocator", "os", "dtype"])]
+    line: Option<String>,
 }
 
 /// The formats each subcommand prints. Any other is refused before the
@@ -801,6 +805,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
                 os: a.os,
                 dtype: a.dtype,
                 id: a.id,
+                line: a.line,
             };
             let r = commands::points::run(&root, &f)?;
             emit(out, &report::render(&r, format, "points")?);

@@ -64,3 +64,44 @@ fn every_help_shows_an_example() {
         assert!(stdout_of(&out).contains("Examples:"), "{sub:?}");
     }
 }
+
+#[test]
+fn a_line_lists_exactly_the_points_the_fit_grouped_into_it() {
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let key = |l: &serde_json::Value| {
+        ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
+            .iter()
+            .map(|f| match &l[*f] {
+                serde_json::Value::String(s) => s.clone(),
+                v => v.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let lines: Vec<&serde_json::Value> =
+        file["lines"].as_array().unwrap().iter().chain(file["insufficient"].as_array().unwrap()).collect();
+    assert!(lines.len() >= 10);
+    for l in lines {
+        let k = key(l);
+        let out = vramfit().args(["--format", "json", "points", "--line", &k]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{k}");
+        let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut ids: Vec<&str> = got["points"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+        ids.sort_unstable();
+        let want: Vec<&str> = l["point_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(ids, want, "{k}");
+        assert_eq!(got["line"], k.as_str());
+    }
+    // A model name stands for its family, and PyTorch spellings are read.
+    let a = vramfit().args(["--format", "json", "points", "--line", "sdxl/decode/0/cuda/native/any/float16"]).output();
+    let b = vramfit().args(["--format", "json", "points", "--line", "sd/decode/0/cudnn/native/any/fp16"]).output();
+    assert_eq!(a.unwrap().stdout, b.unwrap().stdout);
+    // A malformed key names the part at fault; the key fields cannot be mixed in.
+    let bad = vramfit().args(["points", "--line", "sd/decode/0/cudnn/native/any"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("7 parts"));
+    let bad = vramfit().args(["points", "--line", "sd/decode/zero/cudnn/native/any/fp16"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("tile: 'zero'"));
+    vramfit().args(["points", "--line", "sd/decode/0/cudnn/native/any/fp16", "--os", "linux"]).assert().code(2);
+}

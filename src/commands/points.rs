@@ -1,15 +1,19 @@
 //! `vramfit points`: list stored points, filtered by any key field.
 
 use crate::points::summary::{PointFilter, PointList};
-use crate::points::Point;
+use crate::points::{LineKey, Point};
+use crate::policy::Policy;
 use crate::workspace::Workspace;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use std::path::Path;
 
 pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
     let all = ws.points(&policy)?;
+    if let Some(text) = &f.line {
+        return one_line(&all, &policy, text, f.id.as_deref());
+    }
     let (family, model) = match &f.vae {
         None => (None, None),
         Some(name) => match policy.registry.resolve(name) {
@@ -34,5 +38,50 @@ pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
     let mut points = points;
     // People read a listing line by line, smallest size first.
     points.sort_by(|a, b| (a.key(), a.pixels, &a.id).cmp(&(b.key(), b.pixels, &b.id)));
-    Ok(PointList { points, total: all.len() })
+    Ok(PointList { points, total: all.len(), line: None, excluded: vec![] })
+}
+
+/// The points of one line exactly as the fit groups them: through the same
+/// grouping (`lines::group`: included points, the policy's line key, which
+/// folds the OS into `any` off OS-specific platforms), so the listing and
+/// the line's `point_ids` cannot disagree.
+fn one_line(all: &[Point], policy: &Policy, text: &str, id: Option<&str>) -> Result<PointList> {
+    let key = parse_key(text, policy)?;
+    let groups = crate::lines::group(all, policy);
+    let mut points: Vec<Point> = groups
+        .get(&key)
+        .into_iter()
+        .flatten()
+        .filter(|p| id.is_none_or(|s| p.id.contains(s)))
+        .map(|p| (*p).clone())
+        .collect();
+    points.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
+    let excluded = all
+        .iter()
+        .filter(|p| policy.is_excluded(&p.id) && policy.line_key(p) == key)
+        .map(|p| p.id.to_string())
+        .collect();
+    Ok(PointList { points, total: all.len(), line: Some(key.to_string()), excluded })
+}
+
+/// `vae/op/tile/backend/allocator/os/dtype`; the family may be given by a
+/// model name, every part in any spelling its column accepts.
+fn parse_key(text: &str, policy: &Policy) -> Result<LineKey> {
+    let parts: Vec<&str> = text.trim().split('/').collect();
+    let [vae, op, tile, backend, allocator, os, dtype] = parts[..] else {
+        bail!("--line '{text}': expected vae/op/tile/backend/allocator/os/dtype (7 parts), found {}", parts.len());
+    };
+    let part = |what: &str, e: &dyn std::fmt::Display| anyhow!("--line '{text}': {what}: {e}");
+    let family = policy.registry.resolve(vae).ok_or_else(|| {
+        part("vae", &format!("unknown vae or model '{vae}' (registered: {})", policy.registry.describe()))
+    })?;
+    Ok(LineKey {
+        vae: family.into(),
+        op: op.parse().map_err(|e| part("op", &e))?,
+        tile: tile.trim().parse().map_err(|_| part("tile", &format!("'{tile}' is not a non-negative integer")))?,
+        conv_backend: backend.parse().map_err(|e| part("conv_backend", &e))?,
+        allocator: allocator.parse().map_err(|e| part("allocator", &e))?,
+        os: os.parse().map_err(|e| part("os", &e))?,
+        dtype: dtype.parse().map_err(|e| part("dtype", &e))?,
+    })
 }

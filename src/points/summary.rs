@@ -61,6 +61,9 @@ pub struct PointFilter {
     pub dtype: Option<Dtype>,
     /// Substring of the id.
     pub id: Option<String>,
+    /// One line's key, `vae/op/tile/backend/allocator/os/dtype`: its points
+    /// exactly as the fit groups them (replaces the key fields above).
+    pub line: Option<String>,
 }
 
 /// The listing.
@@ -70,4 +73,8 @@ pub struct PointList {
     pub points: Vec<Point>,
     /// Points in the store.
     pub total: usize,
+    /// With `--line`: the line's key, as the fit names it.
+    pub line: Option<String>,
+    /// With `--line`: stored points of that line left out by `[[exclude]]`.
+    pub excluded: Vec<String>,
 }

@@ -39,7 +39,16 @@ impl Report for PointList {
             rows,
             &[3, 4, 5, 6, 7],
         );
-        s.push_str(&format!("\n{} of {} points\n", self.points.len(), self.total));
+        match &self.line {
+            Some(key) => {
+                s.push_str(&format!("\n{} points in line {key}, as the fit groups them", self.points.len()));
+                if !self.excluded.is_empty() {
+                    s.push_str(&format!("; excluded by the policy: {}", self.excluded.join(", ")));
+                }
+                s.push('\n');
+            }
+            None => s.push_str(&format!("\n{} of {} points\n", self.points.len(), self.total)),
+        }
         s
     }
 }
