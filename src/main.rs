@@ -14,5 +14,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> std::process::ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
     let env = vramfit::pricing::platform::EnvSnapshot::from_process();
-    std::process::ExitCode::from(vramfit::cli::run_from(std::env::args_os(), &env, &mut out, &mut err))
+    let terminal = vramfit::cli::terminal::Terminal::detect();
+    std::process::ExitCode::from(vramfit::cli::run_on(std::env::args_os(), &env, &terminal, &mut out, &mut err))
 }

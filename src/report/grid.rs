@@ -5,27 +5,188 @@
 //! `verify`'s time on it at 10⁵ points. This draws the same characters: a
 //! test renders generated tables both ways and compares them byte for byte.
 
-use unicode_width::UnicodeWidthStr;
+use std::cell::Cell;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// A rounded table; the `right` columns are right-aligned numbers. Cells
-/// may hold several lines; every column is as wide as its widest line.
+/// How tables are drawn: the rounded box on a terminal, plain columns
+/// elsewhere (a pipe or a file: no box characters to strip), and the width
+/// to fit when the terminal's is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableStyle {
+    pub boxed: bool,
+    /// Columns available; a wider table wraps its widest cells.
+    pub width: Option<usize>,
+}
+
+impl TableStyle {
+    /// The box, at its natural width: what the library draws unless a
+    /// caller says otherwise.
+    pub const BOXED: TableStyle = TableStyle { boxed: true, width: None };
+    /// Plain columns, at their natural width.
+    pub const PLAIN: TableStyle = TableStyle { boxed: false, width: None };
+}
+
+thread_local! {
+    static STYLE: Cell<TableStyle> = const { Cell::new(TableStyle::BOXED) };
+}
+
+/// Runs `f` with the tables it draws on this thread in `style` (the CLI
+/// decides it once, from the terminal). The style is restored after.
+pub fn with_style<R>(style: TableStyle, f: impl FnOnce() -> R) -> R {
+    let before = STYLE.replace(style);
+    let result = f();
+    STYLE.set(before);
+    result
+}
+
+/// A table in the current style (see [`with_style`]); the `right` columns
+/// are right-aligned numbers. Cells may hold several lines; every column is
+/// as wide as its widest line, unless the style's width asks for less.
 pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+    let style = STYLE.get();
     let columns = headers.len().max(rows.iter().map(Vec::len).max().unwrap_or(0));
     let header: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    let all: Vec<&[String]> = std::iter::once(header.as_slice()).chain(rows.iter().map(Vec::as_slice)).collect();
     let mut widths = vec![0usize; columns];
-    for row in &all {
+    for row in std::iter::once(&header).chain(rows.iter()) {
         for (c, cell) in row.iter().enumerate() {
             for line in cell.split('\n') {
                 widths[c] = widths[c].max(line.width());
             }
         }
     }
+    let frame = if style.boxed { 3 * columns + 1 } else { 2 * columns.saturating_sub(1) };
+    let (header, rows) = match style.width {
+        Some(total) if widths.iter().sum::<usize>() + frame > total => {
+            widths = narrow(&widths, total.saturating_sub(frame));
+            let w = &widths;
+            let wrap_row = |r: Vec<String>| -> Vec<String> {
+                r.into_iter().enumerate().map(|(c, cell)| wrap(&cell, w[c])).collect()
+            };
+            (wrap_row(header), rows.into_iter().map(wrap_row).collect())
+        }
+        _ => (header, rows),
+    };
+    if style.boxed {
+        boxed(&header, &rows, &widths, right)
+    } else {
+        plain(&header, &rows, &widths, right)
+    }
+}
+
+/// Below this many columns a cell is not narrowed (a wrapped number or a
+/// ten-letter word is still read at a glance).
+const NARROWEST: usize = 10;
+
+/// Column widths that fit `room`: the widest column gives up a character
+/// at a time, none below [`NARROWEST`] (a table that cannot fit stays as
+/// narrow as that, and the terminal wraps the rest).
+fn narrow(natural: &[usize], room: usize) -> Vec<usize> {
+    let floor: Vec<usize> = natural.iter().map(|w| (*w).min(NARROWEST)).collect();
+    let mut widths = natural.to_vec();
+    while widths.iter().sum::<usize>() > room {
+        let Some(c) = (0..widths.len()).filter(|c| widths[*c] > floor[*c]).max_by_key(|c| (widths[*c], usize::MAX - c))
+        else {
+            break;
+        };
+        widths[c] -= 1;
+    }
+    widths
+}
+
+/// A cell's lines wrapped to `width`: at spaces, and inside a longer word
+/// (an id, a line key) after its last `/`, `-` or `_` that fits, else at
+/// the width.
+fn wrap(cell: &str, width: usize) -> String {
+    let width = width.max(1);
+    let mut out: Vec<String> = Vec::new();
+    for line in cell.split('\n') {
+        if line.width() <= width {
+            out.push(line.to_string());
+            continue;
+        }
+        let mut current = String::new();
+        for word in line.split(' ') {
+            let sep = usize::from(!current.is_empty());
+            if current.width() + sep + word.width() <= width {
+                if sep == 1 {
+                    current.push(' ');
+                }
+                current.push_str(word);
+                continue;
+            }
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            let mut rest = word;
+            while rest.width() > width {
+                let (piece, after) = split_word(rest, width);
+                out.push(piece.to_string());
+                rest = after;
+            }
+            current.push_str(rest);
+        }
+        out.push(current);
+    }
+    out.join("\n")
+}
+
+/// The longest head of `word` that fits `width`, ending after a `/`, `-`
+/// or `_` where one fits (else cut at the width; at least one character).
+fn split_word(word: &str, width: usize) -> (&str, &str) {
+    let mut fits = 0;
+    let mut used = 0;
+    let mut at_separator = None;
+    for (i, ch) in word.char_indices() {
+        used += ch.width().unwrap_or(0);
+        if used > width && fits > 0 {
+            break;
+        }
+        fits = i + ch.len_utf8();
+        if matches!(ch, '/' | '-' | '_') {
+            at_separator = Some(fits);
+        }
+    }
+    let cut = at_separator.filter(|s| *s < word.len()).unwrap_or(fits);
+    word.split_at(cut)
+}
+
+/// Plain columns, two spaces apart, the header first; no trailing spaces.
+fn plain(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usize]) -> String {
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        let lines: Vec<Vec<&str>> =
+            (0..widths.len()).map(|c| row.get(c).map_or(vec![""], |s| s.split('\n').collect())).collect();
+        let height = lines.iter().map(Vec::len).max().unwrap_or(1);
+        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| l.width()).max().unwrap_or(0)).collect();
+        for l in 0..height {
+            let mut line = String::new();
+            for (c, cell) in lines.iter().enumerate() {
+                let text = cell.get(l).copied().unwrap_or("");
+                if c > 0 {
+                    line.push_str("  ");
+                }
+                let lead = if right.contains(&c) { widths[c] - block[c].min(widths[c]) } else { 0 };
+                line.extend(std::iter::repeat_n(' ', lead));
+                line.push_str(text);
+                line.extend(std::iter::repeat_n(' ', widths[c].saturating_sub(lead + text.width())));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    out.pop();
+    out
+}
+
+/// The rounded box.
+fn boxed(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usize]) -> String {
+    let columns = widths.len();
+    let all: Vec<&[String]> = std::iter::once(header).chain(rows.iter().map(Vec::as_slice)).collect();
     let mut out = String::with_capacity(all.len() * (widths.iter().sum::<usize>() + 3 * columns + 2) * 2);
-    rule(&mut out, &widths, ['╭', '┬', '╮']);
+    rule(&mut out, widths, ['╭', '┬', '╮']);
     for (i, row) in all.iter().enumerate() {
         if i == 1 {
-            rule(&mut out, &widths, ['├', '┼', '┤']);
+            rule(&mut out, widths, ['├', '┼', '┤']);
         }
         let lines: Vec<Vec<&str>> =
             (0..columns).map(|c| row.get(c).map_or(vec![""], |s| s.split('\n').collect())).collect();
@@ -50,7 +211,7 @@ pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String
     // A table of headers alone ends on the header rule, as the table crate
     // drew it before this (so outputs stay byte-identical).
     let last = if all.len() == 1 { ['├', '┼', '┤'] } else { ['╰', '┴', '╯'] };
-    rule(&mut out, &widths, last);
+    rule(&mut out, widths, last);
     out.pop(); // no line end after the last rule
     out
 }
@@ -87,6 +248,69 @@ mod tests {
             t.modify(Columns::single(*c), Alignment::right());
         }
         t.to_string()
+    }
+
+    #[test]
+    fn plain_tables_have_no_box_and_keep_their_columns() {
+        let rows = vec![vec!["sd/decode".to_string(), "12".into()], vec!["a\nb".into(), "1 048 576".into()]];
+        let t = super::with_style(super::TableStyle::PLAIN, || grid(&["key", "px"], rows, &[1]));
+        assert_eq!(t, "key               px\nsd/decode         12\na          1 048 576\nb");
+        assert!(!t.contains(['│', '─', '╭']));
+    }
+
+    #[test]
+    fn a_table_wider_than_the_terminal_wraps_and_loses_nothing() {
+        let mut seed: u64 = 0x5EED_1234_ABCD_0001;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        const WORDS: &[&str] =
+            &["sd/decode/0/cudnn/native/any/fp16", "i7785061-flux1-decode", "over", "1.0738", "漢字", "x"];
+        for _ in 0..300 {
+            let columns = 1 + next(6);
+            let rows: Vec<Vec<String>> = (0..1 + next(5))
+                .map(|_| {
+                    (0..columns)
+                        .map(|_| (0..1 + next(4)).map(|_| WORDS[next(WORDS.len())]).collect::<Vec<_>>().join(" "))
+                        .collect()
+                })
+                .collect();
+            let headers: Vec<&str> = ["line key", "kind", "points", "max ratio", "support", "note"][..columns].to_vec();
+            for boxed in [true, false] {
+                let width = 20 + next(100);
+                let style = super::TableStyle { boxed, width: Some(width) };
+                let t = super::with_style(style, || grid(&headers, rows.clone(), &[]));
+                // Every column at its floor is the narrowest the table gets.
+                let floor: usize = (0..columns)
+                    .map(|c| {
+                        let natural = std::iter::once(headers[c].to_string())
+                            .chain(rows.iter().map(|r| r[c].clone()))
+                            .map(|s| unicode_width::UnicodeWidthStr::width(s.as_str()))
+                            .max()
+                            .unwrap();
+                        natural.min(10)
+                    })
+                    .sum::<usize>()
+                    + if boxed { 3 * columns + 1 } else { 2 * (columns - 1) };
+                for line in t.lines() {
+                    let w = unicode_width::UnicodeWidthStr::width(line);
+                    assert!(w <= width.max(floor), "{w} > {width} (floor {floor}):\n{t}");
+                }
+                // Nothing is lost: every cell's characters are still there, in order.
+                let squash = |s: &str| {
+                    s.chars().filter(|c| !c.is_whitespace() && !"│─╭╮╰╯├┤┬┴┼".contains(*c)).collect::<String>()
+                };
+                let all: String = headers.iter().map(|h| h.to_string()).chain(rows.iter().flatten().cloned()).collect();
+                let mut shown = squash(&t);
+                for ch in squash(&all).chars() {
+                    let at = shown.find(ch).unwrap_or_else(|| panic!("{ch} lost:\n{t}"));
+                    shown.remove(at);
+                }
+            }
+        }
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String>
     }
 }
 
-pub use grid::grid;
+pub use grid::{grid, with_style, TableStyle};
 
 /// A GitHub Actions workflow command (`::error file=F,title=T::message`),
 /// its message escaped as the runner reads it (`%`, CR and LF).

@@ -2,6 +2,8 @@
 //! never sees clap. Exit codes are a contract: 0 success, 1 findings (a
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
+pub mod terminal;
+
 use crate::commands::{self, ingest, plan, reserve};
 use crate::plan::Verdict;
 use crate::points::invokeai::InvokeaiContext;
@@ -13,6 +15,7 @@ use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
+use terminal::{prefix, ColorChoice, Terminal};
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -38,6 +41,9 @@ struct Cli {
     /// Output format (each subcommand below lists the ones it prints).
     #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
     format: FormatArg,
+    /// Colour errors and warnings: auto (on a terminal; NO_COLOR and CLICOLOR_FORCE are honoured), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -506,13 +512,47 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
 
 /// Runs one command line with an explicit environment and output streams,
 /// and returns the exit code: the whole binary, callable in-process (the
-/// fuzz tests drive thousands of command lines through it).
+/// fuzz tests drive thousands of command lines through it). Neither stream
+/// counts as a terminal: no colour, plain tables.
 pub fn run_from<I, T>(args: I, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    run_on(args, env, &Terminal::default(), out, err)
+}
+
+/// `--color` as typed, read before parsing, so that a parse error is
+/// coloured (or not) as asked.
+fn color_flag(args: &[std::ffi::OsString]) -> ColorChoice {
+    let mut choice = ColorChoice::Auto;
+    let mut it = args.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        let value = match a.strip_prefix("--color") {
+            Some("") => it.next().map(|v| v.to_string()),
+            Some(rest) => rest.strip_prefix('=').map(str::to_string),
+            None => None,
+        };
+        choice = match value.as_deref() {
+            Some("always") => ColorChoice::Always,
+            Some("never") => ColorChoice::Never,
+            Some("auto") => ColorChoice::Auto,
+            _ => choice,
+        };
+    }
+    choice
+}
+
+/// [`run_from`] on the streams `terminal` describes (what `main` calls).
+pub fn run_on<I, T>(args: I, env: &EnvSnapshot, terminal: &Terminal, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let choice = color_flag(&args);
+    let (color_out, color_err) =
+        (terminal.colors(choice, terminal.stdout_is_terminal), terminal.colors(choice, terminal.stderr_is_terminal));
     // `--version` names the coefficients compiled in, not only the program.
     if args.len() == 2 && (args[1] == "--version" || args[1] == "-V") {
         emit(out, &long_version());
@@ -523,15 +563,17 @@ where
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_INPUT } else { EXIT_OK };
-            let text = e.render().to_string();
+            let color = if e.use_stderr() { color_err } else { color_out };
+            let styled = e.render();
+            let text = if color { styled.ansi().to_string() } else { styled.to_string() };
             let _ = if e.use_stderr() { err.write_all(text.as_bytes()) } else { out.write_all(text.as_bytes()) };
             return code;
         }
     };
-    match run(cli, env, out, err) {
+    match crate::report::with_style(terminal.table_style(), || run(cli, env, color_err, out, err)) {
         Ok(code) => code,
         Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
+            let _ = writeln!(err, "{} {e:#}", prefix("error", color_err));
             EXIT_INPUT
         }
     }
@@ -571,12 +613,12 @@ fn emit(out: &mut dyn Write, text: &str) {
 }
 
 /// `--strict`: exit 1, saying why, when an answer rests on estimates.
-fn strict_code(strict: bool, estimates: &[String], err: &mut dyn Write) -> u8 {
+fn strict_code(strict: bool, estimates: &[String], color: bool, err: &mut dyn Write) -> u8 {
     if !strict || estimates.is_empty() {
         return EXIT_OK;
     }
     for e in estimates {
-        let _ = writeln!(err, "strict: {e}");
+        let _ = writeln!(err, "{} {e}", prefix("strict", color));
     }
     EXIT_FINDINGS
 }
@@ -654,7 +696,7 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
     Ok(plan::PlanOptions { work, free, share, cap })
 }
 
-fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+fn run(cli: Cli, env: &EnvSnapshot, color: bool, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
     let name = cli.command.name();
     if let Some(formats) = formats_of(name) {
         if !formats.contains(&cli.format) {
@@ -692,12 +734,13 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
             let opts = query_options(&q.model, q.op, &q.size, &q.flags, &explicit_root)?;
             let r = commands::reserve::run(&opts, env, a.legacy)?;
             emit(out, &report::render(&r, format, "reserve")?);
-            Ok(strict_code(a.query.flags.strict, &r.price.estimates(), err))
+            Ok(strict_code(a.query.flags.strict, &r.price.estimates(), color, err))
         }
         Command::Plan(a) => {
             let p = commands::plan::run(&plan_options(&a, &explicit_root)?, env)?;
             if p.any_host() {
-                let _ = writeln!(err, "warning: part of this work cannot run on the device: {}", p.reasons.join("; "));
+                let warning = prefix("warning", color);
+                let _ = writeln!(err, "{warning} part of this work cannot run on the device: {}", p.reasons.join("; "));
             }
             emit(out, &report::render(&p, format, "plan")?);
             let fail = a.fail_on.map(|f| match f {
@@ -705,7 +748,7 @@ fn run(cli: Cli, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) ->
                 FailOnArg::Tiled => Verdict::Tiled,
                 FailOnArg::Host => Verdict::Host,
             });
-            let strict = strict_code(a.flags.strict, &p.estimates(), err);
+            let strict = strict_code(a.flags.strict, &p.estimates(), color, err);
             Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
         }
         Command::Diff(a) => {
