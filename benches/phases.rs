@@ -126,7 +126,7 @@ fn pipeline(bencher: divan::Bencher, n: usize) {
         check: false,
     };
     bencher.with_inputs(|| std::fs::remove_file(dir.join("measurements/vae.json")).unwrap()).bench_values(|()| {
-        vramfit::commands::ingest::run(&dir, &opts).unwrap();
+        vramfit::commands::ingest::run(&dir, &opts, &vramfit::progress::Silent).unwrap();
         vramfit::commands::emit::run(&dir, false, true).unwrap();
         vramfit::commands::verify::run(&dir).unwrap().findings.len()
     });

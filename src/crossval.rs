@@ -178,18 +178,30 @@ fn summary<'a>(points: impl Iterator<Item = &'a HeldOut>) -> Result<(Option<Stri
 }
 
 /// Cross-validates every fitted line of `lines` on the included points.
-pub fn crossval(points: &[Point], policy: &Policy, lines: &[Line], by: HoldOut) -> Result<CrossvalReport> {
+/// Reports each line checked to `progress`.
+pub fn crossval(
+    points: &[Point],
+    policy: &Policy,
+    lines: &[Line],
+    by: HoldOut,
+    progress: &dyn crate::progress::Progress,
+) -> Result<CrossvalReport> {
     let groups = group(points, policy);
     let mut checks = Vec::new();
     let mut not_validated = Vec::new();
-    for line in lines.iter().filter(|l| l.kind == LineKind::Fitted) {
+    let fitted: Vec<&Line> = lines.iter().filter(|l| l.kind == LineKind::Fitted).collect();
+    progress.start("crossval", fitted.len() as u64, crate::progress::Unit::Items);
+    for line in fitted {
         let pts = groups.get(&line.key).map(Vec::as_slice).unwrap_or(&[]);
-        let c = check_line(line, pts, policy, by)?;
+        let c = check_line(line, pts, policy, by);
+        progress.advance(1);
+        let c = c.inspect_err(|_| progress.finish())?;
         if c.folds == 0 {
             not_validated.push(format!("{}: {}", line.key, c.skipped.join("; ")));
         }
         checks.push(c);
     }
+    progress.finish();
     checks.sort_by(|a, b| ((a.covered == a.points.len()), &a.key).cmp(&((b.covered == b.points.len()), &b.key)));
     let held_out = checks.iter().map(|c| c.points.len()).sum();
     let covered = checks.iter().map(|c| c.covered).sum();

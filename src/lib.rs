@@ -25,6 +25,7 @@ pub mod plot;
 pub mod points;
 pub mod policy;
 pub mod pricing;
+pub mod progress;
 pub mod registry;
 pub mod report;
 pub mod text;

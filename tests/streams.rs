@@ -7,6 +7,7 @@
 use crate::common::*;
 use std::fmt::Write as _;
 use vramfit::points::{csv_input, store, stream, Point};
+use vramfit::progress::Silent;
 use vramfit::registry::Registry;
 use vramfit::workspace::Workspace;
 
@@ -124,7 +125,7 @@ fn a_csv_read_in_small_chunks_gives_the_same_rows_lines_and_errors() {
         // Chunks that cut inside the BOM, the header, a CR LF pair and rows.
         for chunk in [1, 2, 3, 5, 64, 1000, 4096] {
             let read = |t: &str, len: u64| {
-                csv_input::read_csv_in_chunks(&mut t.as_bytes(), len, "s.csv", &registry, chunk)
+                csv_input::read_csv_in_chunks(&mut t.as_bytes(), len, "s.csv", &registry, chunk, &Silent)
                     .map_err(|e| e.to_string())
             };
             // With the length known, and unknown (a pipe).
@@ -138,7 +139,50 @@ fn a_csv_read_in_small_chunks_gives_the_same_rows_lines_and_errors() {
     }
     // Only blank lines: an empty file, at any chunk size.
     for chunk in [1, 4, 4096] {
-        let e = csv_input::read_csv_in_chunks(&mut &b"\n \r\n\t\n"[..], 0, "e.csv", &registry, chunk).unwrap_err();
+        let e =
+            csv_input::read_csv_in_chunks(&mut &b"\n \r\n\t\n"[..], 0, "e.csv", &registry, chunk, &Silent).unwrap_err();
         assert!(e.to_string().starts_with("e.csv:1: empty file"), "{e}");
     }
+}
+
+/// Records what is reported.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<String>>, std::sync::atomic::AtomicU64);
+
+impl vramfit::progress::Progress for Recorder {
+    fn start(&self, what: &str, total: u64, unit: vramfit::progress::Unit) {
+        self.0.lock().unwrap().push(format!("start {what} {total} {unit:?}"));
+    }
+    fn advance(&self, done: u64) {
+        self.1.fetch_add(done, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn finish(&self) {
+        self.0.lock().unwrap().push("finish".into());
+    }
+}
+
+#[test]
+fn reading_a_csv_reports_every_byte_once() {
+    let (body, _) = csv(3000, "\r\n");
+    let text = format!("\u{FEFF}\r\n{body}");
+    let r = Recorder::default();
+    let rows = csv_input::read_csv_reporting(&mut text.as_bytes(), text.len() as u64, "p.csv", &registry(), &r);
+    assert_eq!(rows.unwrap().len(), 3000);
+    assert_eq!(*r.0.lock().unwrap(), vec![format!("start p.csv {} Bytes", text.len()), "finish".to_string()]);
+    assert_eq!(r.1.load(std::sync::atomic::Ordering::SeqCst), text.len() as u64);
+}
+
+#[test]
+fn crossval_reports_each_fitted_line() {
+    let ws = Workspace::new(&repo());
+    let inp = ws.inputs_strict(vramfit::workspace::Digest::Skip).unwrap();
+    let lines = vramfit::lines::assemble(&inp.points, &inp.policy).unwrap();
+    let fitted = lines.iter().filter(|l| l.kind == vramfit::lines::LineKind::Fitted).count();
+    let r = Recorder::default();
+    vramfit::crossval::crossval(&inp.points, &inp.policy, &lines, vramfit::crossval::HoldOut::Size, &r).unwrap();
+    assert_eq!(*r.0.lock().unwrap(), vec![format!("start crossval {fitted} Items"), "finish".to_string()]);
+    assert_eq!(r.1.load(std::sync::atomic::Ordering::SeqCst), fitted as u64);
+    // Through a pipe, nothing but the report: no bar on standard error.
+    let out = vramfit().current_dir(repo()).arg("crossval").output().unwrap();
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -2,6 +2,7 @@
 //! never sees clap. Exit codes are a contract: 0 success, 1 findings (a
 //! failed check, a `--fail-on` verdict), 2 usage or input error.
 
+mod bar;
 pub mod terminal;
 
 use crate::commands::{self, ingest, plan, reserve};
@@ -570,7 +571,11 @@ where
             return code;
         }
     };
-    match crate::report::with_style(terminal.table_style(), || run(cli, env, color_err, out, err)) {
+    // A bar on standard error only when that is a terminal.
+    let progress: Box<dyn crate::progress::Progress> =
+        if terminal.stderr_is_terminal { Box::new(bar::Bar::new()) } else { Box::new(crate::progress::Silent) };
+    let streams = Streams { color: color_err, progress: progress.as_ref() };
+    match crate::report::with_style(terminal.table_style(), || run(cli, env, &streams, out, err)) {
         Ok(code) => code,
         Err(e) => {
             let _ = writeln!(err, "{} {e:#}", prefix("error", color_err));
@@ -696,7 +701,16 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
     Ok(plan::PlanOptions { work, free, share, cap })
 }
 
-fn run(cli: Cli, env: &EnvSnapshot, color: bool, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+/// What a command may do on standard error beside its messages.
+struct Streams<'a> {
+    /// Colour the prefixes of its messages.
+    color: bool,
+    /// Where long work reports how far it has got.
+    progress: &'a dyn crate::progress::Progress,
+}
+
+fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let color = streams.color;
     let name = cli.command.name();
     if let Some(formats) = formats_of(name) {
         if !formats.contains(&cli.format) {
@@ -710,7 +724,7 @@ fn run(cli: Cli, env: &EnvSnapshot, color: bool, out: &mut dyn Write, err: &mut 
     match cli.command {
         Command::Ingest(a) => {
             let opts = ingest_options(a)?;
-            let r = commands::ingest::run(&root, &opts)?;
+            let r = commands::ingest::run(&root, &opts, streams.progress)?;
             emit(out, &report::render(&r, format, "ingest")?);
             Ok(if opts.check && !r.up_to_date { EXIT_FINDINGS } else { EXIT_OK })
         }
@@ -784,7 +798,7 @@ fn run(cli: Cli, env: &EnvSnapshot, color: bool, out: &mut dyn Write, err: &mut 
                 .as_deref()
                 .map(|p| crate::units::parse_factor(p).map_err(|e| anyhow::anyhow!("--fail-under {e}")))
                 .transpose()?;
-            let r = commands::crossval::run(&root, by)?;
+            let r = commands::crossval::run(&root, by, streams.progress)?;
             emit(out, &report::render(&r, format, "crossval")?);
             Ok(if fail_under.is_some_and(|p| r.below(p)) { EXIT_FINDINGS } else { EXIT_OK })
         }
@@ -805,7 +819,7 @@ fn run(cli: Cli, env: &EnvSnapshot, color: bool, out: &mut dyn Write, err: &mut 
                 fit: commands::fit::run(&root)?,
                 verify: commands::verify::run(&root)?,
                 diff: commands::diff::run(&root, &diff_opts).map_err(|e| format!("{e:#}")),
-                crossval: commands::crossval::run(&root, crate::crossval::HoldOut::Size)?,
+                crossval: commands::crossval::run(&root, crate::crossval::HoldOut::Size, streams.progress)?,
                 plots: commands::plot::run(&root)?,
             };
             let dir = a.out.unwrap_or_else(|| root.join("vramfit-report"));

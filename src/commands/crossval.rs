@@ -6,8 +6,8 @@ use crate::workspace::Workspace;
 use anyhow::Result;
 use std::path::Path;
 
-pub fn run(root: &Path, by: HoldOut) -> Result<CrossvalReport> {
+pub fn run(root: &Path, by: HoldOut, progress: &dyn crate::progress::Progress) -> Result<CrossvalReport> {
     let inp = Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
     let lines = assemble(&inp.points, &inp.policy)?;
-    crossval::crossval(&inp.points, &inp.policy, &lines, by)
+    crossval::crossval(&inp.points, &inp.policy, &lines, by, progress)
 }

@@ -1,12 +1,13 @@
 //! `vramfit ingest`: measurement files into `measurements/vae.json`.
 
-use crate::points::csv_input::read_csv;
+use crate::points::csv_input::read_csv_reporting;
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::row::Rows;
 use crate::points::store;
 use crate::points::summary::{FileSummary, IngestReport};
 use crate::policy;
+use crate::progress::Progress;
 use crate::workspace::Workspace;
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +36,11 @@ pub const STDIN_NAME: &str = "<stdin>";
 
 /// Reads the files named in `opts` into rows: every file's rows in the
 /// order given, and each file's name and row count.
-pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> Result<(Rows, Vec<(String, usize)>)> {
+pub fn read_rows(
+    opts: &IngestOptions,
+    registry: &crate::registry::Registry,
+    progress: &dyn Progress,
+) -> Result<(Rows, Vec<(String, usize)>)> {
     let mut all = Rows::default();
     let mut sizes = Vec::new();
     for f in &opts.files {
@@ -43,11 +48,12 @@ pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> 
         let stdin = f.as_os_str() == "-";
         let name = if stdin { STDIN_NAME.to_string() } else { f.display().to_string() };
         let mut rows = match &opts.from {
-            InputFormat::Csv if stdin => read_csv(&mut std::io::stdin(), 0, &name, registry)?,
+            InputFormat::Csv if stdin => read_csv_reporting(&mut std::io::stdin(), 0, &name, registry, progress)?,
             InputFormat::Csv => {
                 let mut file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                read_csv(&mut std::io::BufReader::with_capacity(1 << 16, &mut file), len, &name, registry)?
+                let mut r = std::io::BufReader::with_capacity(1 << 16, &mut file);
+                read_csv_reporting(&mut r, len, &name, registry, progress)?
             }
             InputFormat::InvokeaiBenchmark(ctx) => {
                 let bytes = if stdin {
@@ -73,7 +79,7 @@ pub fn read_rows(opts: &IngestOptions, registry: &crate::registry::Registry) -> 
     Ok((all, sizes))
 }
 
-pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
+pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
     // The lock covers the whole read–modify–write of the store, so a
@@ -81,7 +87,8 @@ pub fn run(root: &Path, opts: &IngestOptions) -> Result<IngestReport> {
     let lock = if opts.check { None } else { Some(ws.lock()?) };
     // The files and the store are read side by side; a bad file is
     // reported before a bad store.
-    let (stored, per_file) = crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry));
+    let (stored, per_file) =
+        crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry, progress));
     let (all, sizes) = per_file?;
     let stored = stored?;
     // What only `--check` reports: ids the files hold that the store lacks,

@@ -4,6 +4,7 @@
 use super::row::{
     demand_column_names, row_to_point, Col, Interners, Row, RowOrigin, Rows, DEMAND_COLUMNS, REQUIRED_COLUMNS,
 };
+use crate::progress::{Progress, Silent, Unit};
 use crate::registry::Registry;
 use crate::text::Text;
 use anyhow::{bail, Result};
@@ -26,7 +27,21 @@ const CHUNK: usize = 16 << 20;
 /// as N, and the first error in file order is the one reported. `len`
 /// (the file's length, 0 when unknown) only sizes the lists up front.
 pub fn read_csv(r: &mut (dyn Read + Send), len: u64, file: &str, registry: &Registry) -> Result<Rows> {
-    read_csv_in_chunks(r, len, file, registry, CHUNK)
+    read_csv_reporting(r, len, file, registry, &Silent)
+}
+
+/// [`read_csv`], reporting the bytes read to `progress`.
+pub fn read_csv_reporting(
+    r: &mut (dyn Read + Send),
+    len: u64,
+    file: &str,
+    registry: &Registry,
+    progress: &dyn Progress,
+) -> Result<Rows> {
+    progress.start(file, len, Unit::Bytes);
+    let rows = read_csv_in_chunks(r, len, file, registry, CHUNK, progress);
+    progress.finish();
+    rows
 }
 
 /// [`read_csv`] with chunks of `chunk` bytes (the tests cut small files
@@ -38,12 +53,14 @@ pub fn read_csv_in_chunks(
     file: &str,
     registry: &Registry,
     chunk: usize,
+    progress: &dyn Progress,
 ) -> Result<Rows> {
     let mut input = Input { r, file, at_end: false, chunk: chunk.max(1) };
     let mut buf = Vec::new();
     input.fill_to(&mut buf, BOM.len().max(input.chunk))?;
     if buf.starts_with(BOM) {
         buf.drain(..BOM.len());
+        progress.advance(BOM.len() as u64);
     }
     // `line` numbers the first line in `buf`; the header is the first
     // line with text.
@@ -59,6 +76,7 @@ pub fn read_csv_in_chunks(
                 .collect();
             check_header(&names, file, n)?;
             consumed += (cut - after) as u64;
+            progress.advance((cut - after) as u64);
             buf.drain(..cut - after);
             line = n + 1;
             break Header::new(names);
@@ -68,6 +86,7 @@ pub fn read_csv_in_chunks(
         }
         line += count_lines(&buf[..cut]);
         consumed += cut as u64;
+        progress.advance(cut as u64);
         buf.drain(..cut);
         input.fill(&mut buf)?;
     };
@@ -88,6 +107,7 @@ pub fn read_csv_in_chunks(
             || parse_chunk(&this, line, &header, &shared_file, file, registry, std::mem::take(&mut spare)),
         );
         consumed += this.len() as u64;
+        progress.advance(this.len() as u64);
         for (mut part, parsed) in parts {
             parsed?;
             reserve_for(&mut rows, part.len(), this.len(), len.saturating_sub(consumed));
