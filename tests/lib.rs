@@ -8,6 +8,7 @@ mod diff;
 mod fit;
 mod fuzz;
 mod hand_edits;
+mod harness;
 mod ingest;
 mod input_edges;
 mod plan;

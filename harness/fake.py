@@ -1,0 +1,70 @@
+"""A simulated device, so the orchestration (grid, child processes,
+environment, CSV, resume, the out-of-memory path) runs end to end without
+torch. Its memory model is driven by the VAE's configuration: activations
+scale with the image's pixels, the widest stage's channels and the dtype;
+each allocator keeps a different reserve, read from the child's environment
+exactly as PyTorch reads it. The figures are deterministic and plausible,
+never measurements: rows say `device = fake` and vramfit refuses nothing
+about them, so never ingest them into a real store.
+"""
+
+import hashlib
+
+from . import allocators
+
+#: The fake card's memory, bytes.
+CAPACITY = 24 << 30
+MIB = 1 << 20
+ELEM = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def _channels(config):
+    if "block_out_channels" in config:
+        return list(config["block_out_channels"]), config.get("layers_per_block", 2)
+    base = config.get("base_dim", 96)
+    return [base * m for m in config.get("dim_mult", [1, 2, 4, 4])], config.get("num_res_blocks", 2)
+
+
+def weights(config):
+    """A weight count from the configuration: two 3×3 convolutions per
+    residual layer at each stage's width, encoder and decoder."""
+    chans, layers = _channels(config)
+    return sum(2 * 2 * layers * 9 * c * c for c in chans)
+
+
+def _round_up(n, step):
+    return -(-n // step) * step
+
+
+def measure(config, op, tile, dtype, width, height, batch, env, run, key):
+    """The deltas (reserved, allocated, driver) of one run, or raises MemoryError."""
+    elem = ELEM[dtype]
+    chans, layers = _channels(config)
+    side_w, side_h = (min(width, tile), min(height, tile)) if tile else (width, height)
+    pixels = side_w * side_h * batch
+    # The full-resolution stage holds its input, output and a norm buffer;
+    # an encode keeps less of the decoder-side width.
+    widest = chans[0] * (3 if op == "decode" else 2)
+    activations = pixels * widest * elem * (layers + 1) // 2
+    output = width * height * batch * 3 * elem
+    allocated = activations + output
+    allocator = allocators.detected(env)
+    if allocator == "native":
+        reserved = _round_up(allocated * 5 // 4, 2 * MIB)
+    elif allocator == "expandable_segments":
+        reserved = _round_up(allocated, 2 * MIB) + 2 * MIB
+    else:  # cudaMallocAsync: the pool holds what was asked, at its granularity
+        reserved = _round_up(allocated, 32 * MIB)
+    # The driver also sees the conv workspace; runs differ by a little.
+    jitter = int(hashlib.sha256(key.encode()).hexdigest(), 16) % MIB
+    driver = reserved + 64 * MIB + jitter * (run - 1)
+    base = weights(config) * elem + width * height * batch * 3 * elem
+    if base + driver > CAPACITY:
+        raise MemoryError(
+            "fake device: %d MiB asked beyond %d MiB" % ((base + driver) // MIB, CAPACITY // MIB))
+    return reserved, allocated, driver
+
+
+def facts():
+    """What a real child reads off torch and the driver."""
+    return {"device": "fake", "driver_version": "", "torch": "", "diffusers": "", "conv_backend": "cudnn"}

@@ -1,0 +1,136 @@
+"""Running a plan: each run of each point in a fresh child, the rows
+appended to the CSV as they come (flushed and synced, so an interrupted
+run loses at most the point in flight), points already written (or already
+out of memory) skipped on a restart."""
+
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+from . import __version__, allocators, configs
+from .child import OOM_EXIT
+
+COLUMNS = [
+    "id", "source", "device", "torch", "conv_backend", "allocator", "os", "vae", "model", "op", "tile",
+    "loaded_dtype", "run_dtype", "width", "height", "batch", "run", "runs", "aggregate", "context",
+    "reserved_bytes", "allocated_bytes", "driver_bytes", "note",
+    "driver_version", "diffusers", "harness", "config_source", "measured_on",
+]
+
+NOTE = ("fresh process per run; random-init VAE from the model's config; weights and input on the device "
+        "before the baseline; the op run once; deltas of max_memory_reserved, max_memory_allocated and "
+        "the driver's used memory")
+
+
+def done_keys(out, oom_log):
+    """Point keys already written to the CSV or the out-of-memory log."""
+    keys = set()
+    if os.path.exists(out):
+        with open(out, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is not None and header != COLUMNS:
+                raise ValueError("%s: its header is not the harness's (%s…); write to a new file"
+                                 % (out, ",".join(header[:3])))
+            for row in reader:
+                if row:
+                    keys.add(row[0].split("/", 1)[-1])
+    if os.path.exists(oom_log):
+        with open(oom_log, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    keys.add(json.loads(line)["key"])
+    return keys
+
+
+def _append(path, write):
+    new = not os.path.exists(path)
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        write(f, new)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_point(point, device, python, timeout):
+    """One child: its parsed answer and exit code."""
+    spec = dict(point.__dict__, device=device, key=point.key())
+    env = allocators.child_env(os.environ, point.allocator)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run(
+        [python, "-m", "harness.child"], input=json.dumps(spec), capture_output=True, text=True,
+        env=env, timeout=timeout)
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    if proc.returncode not in (0, OOM_EXIT) or not lines:
+        raise RuntimeError("%s: the child failed (exit %d): %s" % (point.key(), proc.returncode, proc.stderr.strip()[-2000:]))
+    return json.loads(lines[-1]), proc.returncode
+
+
+def row(point, runs, facts, device):
+    doc = configs.load(point.family)
+    slug = "".join(c if c.isalnum() else "-" for c in facts["device"].lower()).strip("-")
+    date = datetime.date.today().isoformat()
+    return {
+        "id": "h-%s/%s" % (slug, point.key()),
+        "source": "vramfit harness %s on %s, %s" % (__version__, facts["device"], date),
+        "device": facts["device"],
+        "torch": facts.get("torch", ""),
+        "conv_backend": facts["conv_backend"],
+        "allocator": point.allocator,
+        "os": facts.get("os", ""),
+        "vae": doc["vae"],
+        "model": doc["model"],
+        "op": point.op,
+        "tile": point.tile,
+        "loaded_dtype": point.dtype,
+        "run_dtype": point.dtype,
+        "width": point.width,
+        "height": point.height,
+        "batch": point.batch,
+        "run": point.run,
+        "runs": runs,
+        "aggregate": "single",
+        "context": "isolated",
+        "reserved_bytes": facts["reserved"],
+        "allocated_bytes": facts["allocated"],
+        "driver_bytes": facts["driver"],
+        "note": NOTE + ("; SIMULATED (fake device), not a measurement" if device == "fake" else ""),
+        "driver_version": facts.get("driver_version", ""),
+        "diffusers": facts.get("diffusers", ""),
+        "harness": __version__,
+        "config_source": doc["source"],
+        "measured_on": date,
+    }
+
+
+def run_plan(plan, out, oom_log, device, python=None, timeout=600, say=print):
+    """Runs every point not yet done; returns (written, oom, skipped)."""
+    python = python or sys.executable
+    done = done_keys(out, oom_log)
+    written = oom = skipped = 0
+    for point in plan.points:
+        if point.key() in done:
+            skipped += 1
+            continue
+        answer, code = run_point(point, device, python, timeout)
+        if code == OOM_EXIT:
+            entry = {"key": point.key(), "point": point.__dict__, "device": device, "message": answer.get("oom", "")}
+            _append(oom_log, lambda f, new: f.write(json.dumps(entry, sort_keys=True) + "\n"))
+            oom += 1
+            say("oom   %s" % point.key())
+            continue
+        values = row(point, plan.runs, answer, device)
+
+        def write(f, new):
+            w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+            if new:
+                w.writeheader()
+            w.writerow(values)
+
+        _append(out, write)
+        written += 1
+        say("ok    %s  reserved %d B" % (point.key(), answer["reserved"]))
+    return written, oom, skipped

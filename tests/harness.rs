@@ -1,0 +1,161 @@
+//! The measurement harness (`harness/`, Python) end to end on its fake
+//! device, with the machine's own python3 and no torch: the grid, a child
+//! process per run with the allocator in its environment, the CSV that
+//! `vramfit ingest` accepts, resuming, and the out-of-memory log.
+
+use crate::common::*;
+use std::path::Path;
+
+fn harness(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("python3")
+        .args(["-m", "harness"])
+        .args(args)
+        .current_dir(repo())
+        .env_remove("PYTORCH_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .output()
+        .expect("python3 is needed for the harness tests")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const PLAN: &str = r#"
+runs = 2
+[[grid]]
+families = ["sdxl", "flux1", "cogview4", "qwen_image", "flux2", "sd3", "sd15"]
+ops = ["decode", "tiled-decode"]
+tiles = [512]
+dtypes = ["fp16"]
+sizes = ["1024x1024"]
+allocators = ["native", "cudaMallocAsync"]
+
+[[grid]]
+families = ["sdxl"]
+ops = ["encode"]
+dtypes = ["bf16", "fp32"]
+sizes = ["512x512", "768x768"]
+batches = [1, 2]
+allocators = ["expandable_segments"]
+"#;
+
+fn rows(csv: &str) -> Vec<Vec<String>> {
+    std::fs::read_to_string(csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| vec![l.split(',').next().unwrap().to_string()])
+        .collect()
+}
+
+#[test]
+fn dry_run_prints_the_grid_and_its_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.toml", PLAN);
+    let out = harness(&["--plan", &plan, "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // 7 families × (decode + tiled decode at 512) × 2 allocators, and
+    // 2 dtypes × 2 sizes × 2 batches of SDXL encodes: 36 points, 2 runs each.
+    assert!(
+        text.trim_end()
+            .ends_with("72 runs (36 points × 2 runs), families: cogview4, flux1, flux2, qwen_image, sd15, sd3, sdxl"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 73);
+    assert!(text.contains("sdxl-decode-t512-fp16-1024x1024-b1-cudaMallocAsync-r2\n"));
+}
+
+#[test]
+fn a_fake_run_is_ingested_resumed_and_keeps_oom_points_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.toml", PLAN);
+    let csv = dir.path().join("points.csv").display().to_string();
+    let out = harness(&["--device", "fake", "--plan", &plan, "--out", &csv]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows(&csv).len(), 72, "one row per run");
+    // vramfit takes the file as it is.
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("fits"), &root.path().join("fits"));
+    let ingest = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest", &csv]).output().unwrap();
+    assert_eq!(ingest.status.code(), Some(0), "{}", stderr_of(&ingest));
+    let report = json_of(&ingest);
+    assert_eq!(report["added"], 72);
+    // Each run names its index, and the allocator reached the child: the
+    // same point under two allocators gives two different reserves.
+    let points = std::fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
+    let find = |id: &str| -> serde_json::Value {
+        let line = points.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap_or_else(|| panic!("{id}"));
+        serde_json::from_str(line.trim_end_matches(',')).unwrap()
+    };
+    let native = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r1");
+    let pool = find("h-fake/sdxl-decode-fp16-1024x1024-b1-cudaMallocAsync-r1");
+    assert_eq!((native["allocator"].as_str(), pool["allocator"].as_str()), (Some("native"), Some("cudaMallocAsync")));
+    assert_ne!(native["reserved_bytes"], pool["reserved_bytes"]);
+    assert_eq!(find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r2")["run"], 2);
+    assert_eq!(native["metadata"]["harness"], "0.1.0");
+    assert!(native["metadata"]["config_source"].as_str().unwrap().contains("stable-diffusion-xl-base-1.0"));
+    // A restart writes nothing new; a lost last row is measured again.
+    let again = harness(&["--device", "fake", "--plan", &plan, "--out", &csv]);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("0 written, 0 out of memory"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), first);
+    let mut lines: Vec<&str> = first.lines().collect();
+    let lost = lines.pop().unwrap().split(',').next().unwrap().to_string();
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let resumed = harness(&["--device", "fake", "--plan", &plan, "--out", &csv]);
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("1 written"));
+    assert!(std::fs::read_to_string(&csv).unwrap().lines().last().unwrap().starts_with(&lost));
+    // An out-of-memory point goes to its log, never into the CSV.
+    let big = write(dir.path(), "big.toml", "runs = 1\n[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp32\"]\nsizes = [\"512x512\", \"8192x8192\"]\n");
+    let csv2 = dir.path().join("big.csv").display().to_string();
+    let out = harness(&["--device", "fake", "--plan", &big, "--out", &csv2]);
+    assert_eq!(out.status.code(), Some(0));
+    let written = std::fs::read_to_string(&csv2).unwrap();
+    assert!(written.contains("512x512") && !written.contains("8192x8192"));
+    let log = std::fs::read_to_string(format!("{csv2}.oom.jsonl")).unwrap();
+    assert!(log.contains("\"key\": \"sdxl-decode-fp32-8192x8192-b1-native-r1\""), "{log}");
+}
+
+#[test]
+fn a_bad_plan_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, words) in [
+        ("[[grid]]\nfamilies = [\"sdxxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n", "unknown family 'sdxxl'"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp64\"]\nsizes = [\"512x512\"]\n", "unknown dtype 'fp64'"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"tiled-decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n", "missing 'tiles'"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"500x512\"]\n", "multiples of 8"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\nallocator = [\"native\"]\n", "unknown key 'allocator'"),
+    ] {
+        let plan = write(dir.path(), "bad.toml", text);
+        let out = harness(&["--plan", &plan, "--dry-run"]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&plan) && err.contains(words), "{err}");
+    }
+}
+
+#[test]
+fn every_shipped_config_names_its_source_and_a_registered_family() {
+    let registry = vramfit::workspace::Workspace::new(&repo()).policy().unwrap().registry;
+    let dir = repo().join("harness/configs");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap();
+        let source = doc["source"].as_str().unwrap();
+        assert!(source.contains("vae/config.json"), "{source}");
+        assert!(doc["config"]["_class_name"].as_str().unwrap().starts_with("AutoencoderKL"));
+        let family = registry.resolve(doc["model"].as_str().unwrap()).unwrap();
+        assert_eq!(family, doc["vae"].as_str().unwrap());
+        n += 1;
+    }
+    assert_eq!(n, 7, "SD1.5, SDXL, FLUX.1, FLUX.2, SD3, CogView4, Qwen-Image");
+}
