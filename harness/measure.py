@@ -4,11 +4,12 @@ the input onto the device, take the baseline, run the op once, and report
 the deltas of PyTorch's peak reserved and allocated memory and of the
 driver's used memory.
 
-Read against diffusers 0.36.0 (the version the package pins):
-`AutoencoderKL`, `AutoencoderKLFlux2` and `AutoencoderKLQwenImage` are built
-with `from_config`; `decode(z).sample` and `encode(x).latent_dist`; tiling
-through `enable_tiling()` with `tile_sample_min_size` (and the latent tile
-derived from it) set on the model.
+Read against diffusers' sources (`autoencoder_kl.py`,
+`autoencoder_kl_flux2.py`, `autoencoder_kl_qwenimage.py`; the package pins
+0.36.0): the three classes are built with `from_config`; `decode(z).sample`
+takes latents of `latent_channels` (`z_dim`) at an eighth of the image (the
+FLUX.2 patching happens in its pipeline, not its VAE; Qwen-Image's VAE takes
+a frame axis); `encode(x).latent_dist`; tiling as `_tile` says.
 """
 
 
@@ -38,6 +39,23 @@ def facts():
     }
 
 
+def _tile(vae, tile):
+    """Tiles of `tile` pixels. The image VAEs (`AutoencoderKL`,
+    `AutoencoderKLFlux2`) read `tile_sample_min_size` and the latent tile
+    derived from it (an eighth: four blocks, three downsamples); the
+    video-style ones (`AutoencoderKLQwenImage`, Wan's family) take the tile's
+    height and width in `enable_tiling`."""
+    import inspect
+
+    params = inspect.signature(vae.enable_tiling).parameters
+    if "tile_sample_min_height" in params:
+        vae.enable_tiling(tile_sample_min_height=tile, tile_sample_min_width=tile)
+        return
+    vae.enable_tiling()
+    vae.tile_sample_min_size = tile
+    vae.tile_latent_min_size = tile // 8
+
+
 def measure(doc, op, tile, dtype, width, height, batch):
     """(reserved, allocated, driver) deltas in bytes; raises MemoryError on OOM."""
     import diffusers
@@ -48,10 +66,7 @@ def measure(doc, op, tile, dtype, width, height, batch):
     dt = _torch_dtype(torch, dtype)
     vae = cls.from_config(config).to(device="cuda", dtype=dt).eval()
     if tile:
-        vae.enable_tiling()
-        vae.tile_sample_min_size = tile
-        if hasattr(vae, "tile_latent_min_size"):
-            vae.tile_latent_min_size = tile // 8
+        _tile(vae, tile)
     channels = config.get("latent_channels", config.get("z_dim", 4))
     video = cls.__name__ == "AutoencoderKLQwenImage"  # frames on a third axis
     if op == "decode":
