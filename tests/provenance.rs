@@ -246,3 +246,22 @@ fn version_names_the_compiled_in_coefficients() {
         assert!(text.contains(file["digests"]["points"].as_str().unwrap()), "{text}");
     }
 }
+
+#[test]
+fn a_file_as_emit_writes_it_and_the_same_values_laid_out_otherwise_load_alike() {
+    let text = fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let fast = vramfit::coefficients::parse(&text, "vae.json").unwrap();
+    let raw = vramfit::coefficients::read_json(&text, "vae.json").unwrap();
+    assert_eq!(fast, vramfit::coefficients::parse_read(&text, &raw, "vae.json").unwrap());
+    // Compact JSON: other bytes, the same values: still canonical, the same file.
+    let compact = serde_json::to_string(&raw).unwrap();
+    assert_eq!(vramfit::coefficients::parse(&compact, "c.json").unwrap(), fast);
+    // The same bytes but for one value: refused, naming the field.
+    let edited = text.replacen("\"min_sizes\": 3", "\"min_sizes\": 4", 1);
+    assert_ne!(edited, text);
+    let e = vramfit::coefficients::parse(&edited, "e.json");
+    assert!(e.is_ok_and(|f| f.min_sizes == 4), "a different value still loads if canonical (verify compares it)");
+    let typo = text.replacen("\"min_sizes\": 3", "\"min_sizes\": 3, \"min_size\": 3", 1);
+    let e = vramfit::coefficients::parse(&typo, "t.json").unwrap_err().to_string();
+    assert!(e.contains("min_size") && e.contains("unknown field"), "{e}");
+}

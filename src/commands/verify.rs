@@ -50,12 +50,14 @@ enum Shipped {
 
 fn read_shipped(path: &Path, shown: &str) -> Result<Shipped> {
     let text = crate::fsio::read_text(path)?;
+    // The JSON tree is built only for a file that does not load as it is.
+    let error = match coefficients::parse(&text, shown) {
+        Ok(file) => return Ok(Shipped::Loaded(text, Box::new(file))),
+        Err(e) => e,
+    };
     let raw = coefficients::read_json(&text, shown)?;
     if let Some(m) = coefficients::version_mismatch(&raw, shown) {
         return Ok(Shipped::OtherVersion(m));
     }
-    Ok(match coefficients::parse_read(&text, &raw, shown) {
-        Ok(file) => Shipped::Loaded(text, Box::new(file)),
-        Err(e) => Shipped::Unloadable(raw, e),
-    })
+    Ok(Shipped::Unloadable(raw, error))
 }

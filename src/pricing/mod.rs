@@ -273,6 +273,9 @@ pub struct Coefficients {
     known_tiles: Vec<u32>,
     /// Families with at least one line, built once (every pricing asks).
     measured_families: std::collections::BTreeSet<crate::text::Text>,
+    /// Each registered family's name as one shared `Text`: a key is built
+    /// per pricing, and `verify` makes thousands (no allocation each).
+    family_texts: BTreeMap<String, crate::text::Text>,
 }
 
 impl Coefficients {
@@ -292,7 +295,8 @@ impl Coefficients {
         let registry = Registry(file.registry.clone());
         let known_tiles = tiles_of(&file);
         let measured_families = lines.keys().map(|k| k.vae.clone()).collect();
-        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families })
+        let family_texts = file.registry.keys().map(|f| (f.clone(), crate::text::Text::from(f.as_str()))).collect();
+        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, family_texts })
     }
 
     fn registry(&self) -> &Registry {
@@ -371,7 +375,7 @@ impl Coefficients {
         let key_os =
             if is_os_specific(&self.file.os_specific, q.conv_backend, allocator.value) { os.value } else { Os::Any };
         let key = LineKey {
-            vae: family.into(),
+            vae: self.family_texts.get(family).cloned().unwrap_or_else(|| family.into()),
             op: q.op,
             tile,
             conv_backend: q.conv_backend,

@@ -182,7 +182,7 @@ pub(super) fn floor(cx: &mut PricingCtx) {
     tiles.push(0);
     tiles.sort_unstable();
     tiles.dedup();
-    let families: Vec<String> = cx.shipped.registry.keys().cloned().collect();
+    let families: Vec<Text> = cx.shipped.registry.keys().map(|f| Text::from(f.as_str())).collect();
     let pricer = cx.pricer;
     for family in &families {
         for op in Op::ALL {
@@ -195,7 +195,7 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     continue; // priced untiled: the tile-0 pass checks it
                                 }
                                 let key = LineKey {
-                                    vae: family.as_str().into(),
+                                    vae: family.clone(),
                                     op: *op,
                                     tile: *tile,
                                     conv_backend: *backend,
