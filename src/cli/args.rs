@@ -1,0 +1,458 @@
+//! The command line as clap reads it: the arguments of every subcommand,
+//! the formats each prints, and the definition the help, the completions
+//! and the man page are drawn from. Nothing here runs a command.
+
+use super::terminal::ColorChoice;
+use crate::report::Format;
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vramfit",
+    version,
+    about = "Fit, ship and audit the VRAM a diffusion app reserves before a VAE decode or encode",
+    after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit fit\n  vramfit emit --check\n  vramfit verify\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  vramfit plan sdxl decode 1024x1024 --batch 8 --dtype fp16 --free 12GiB\n  vramfit points --vae sdxl --op decode\n\n\
+Exit codes: 0 success, 1 findings, 2 usage or input error."
+)]
+pub(super) struct Cli {
+    /// Folder holding measurements/ and fits/ [default: the current folder;
+    /// `reserve` and `plan` use the compiled-in coefficients unless given].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(super) root: Option<PathBuf>,
+    /// Output format (each subcommand below lists the ones it prints).
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
+    pub(super) format: FormatArg,
+    /// Colour errors and warnings: auto (on a terminal; NO_COLOR and CLICOLOR_FORCE are honoured), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub(super) color: ColorChoice,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FormatArg {
+    Table,
+    Json,
+    Github,
+    Markdown,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// Read measurement files into measurements/vae.json.
+    #[command(
+        after_help = "Examples:\n  vramfit ingest measurements/raw/*.csv\n  vramfit ingest --check measurements/raw/*.csv\n  \
+vramfit ingest --from invokeai-benchmark --source URL --conv-backend cudnn --allocator native --os linux \\\n      \
+--device 'NVIDIA GeForce RTX 4090' --id-prefix i7785061 all_benchmark_results.json"
+    )]
+    Ingest(IngestArgs),
+    /// Fit every line of the included points and show it (writes nothing).
+    #[command(
+        after_help = "Examples:\n  vramfit fit\n  vramfit fit --format json | jq '.lines[] | select(.vae == \"sd\")'"
+    )]
+    Fit,
+    /// Write fits/vae.json from the points and the policy; show what changed.
+    #[command(
+        after_help = "Examples:\n  vramfit emit\n  vramfit emit --check    # exit 1 if fits/vae.json is not current"
+    )]
+    Emit(EmitArgs),
+    /// Prove the shipped coefficients reproduce from the points and every rule holds.
+    #[command(
+        after_help = "Examples:\n  vramfit verify\n  vramfit verify --format github   # ::error annotations for CI\n  vramfit verify --format json\n\n\
+Exit codes: 0 no findings, 1 findings, 2 usage or input error."
+    )]
+    Verify,
+    /// What would this decode or encode reserve? Priced from the shipped coefficients.
+    #[command(after_help = "Examples:\n  vramfit reserve sdxl decode 1024x1024 --dtype fp16\n  \
+vramfit reserve sdxl decode 1024x1024 --fp32 false --loaded-dtype fp32\n  \
+vramfit reserve sdxl decode 1024x1024 --dtype fp32 --backend miopen --allocator auto --os windows\n  \
+vramfit reserve flux1 decode 1024x1024 --dtype bf16 --legacy\n  \
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync vramfit reserve sd15 decode 512x512 --dtype fp32 --format json")]
+    Reserve(ReserveArgs),
+    /// Does the work fit in the free memory, and how should it run? (full / chunked / tiled / host)
+    #[command(after_help = "Examples:\n  vramfit plan sdxl decode 1024x1024 --batch 16 --dtype fp16 --free 12GiB\n  \
+vramfit plan sdxl decode 2048x2048 --dtype fp32 --free 8GiB --share 0.5 --fail-on host\n  \
+vramfit plan canvas 1280x720 --frames 240 --upscale 4 --free 20GiB --share 0.25 --cap 1GiB --transient 9\n\n\
+Exit codes: 0 planned, 1 the verdict meets --fail-on, 2 usage or input error.")]
+    Plan(PlanArgs),
+    /// Reservations before and after a change of coefficients, per line key and size.
+    #[command(after_help = "Sides: a coefficients file, `embedded` (compiled in), `legacy` (the v1 estimator), \
+or `git:REV` (fits/vae.json at a revision).\n\nExamples:\n  vramfit diff                      # git:HEAD against the working tree\n  \
+vramfit diff legacy               # the v1 estimator against fits/vae.json\n  \
+vramfit diff git:HEAD~3 --sizes 1024x1024,2048x2048 --keys miopen --format markdown\n  \
+vramfit diff --fail-over 10       # exit 1 if any reservation grows by more than 10%\n\n\
+Exit codes: 0 done, 1 a reservation grew by more than --fail-over, 2 usage or input error.")]
+    Diff(DiffArgs),
+    /// Do the lines generalise? Leave one size (or source) out, refit, price the held-out points.
+    #[command(after_help = "Examples:\n  vramfit crossval\n  vramfit crossval --by source\n  \
+vramfit crossval --fail-under 95 --format markdown\n\n\
+Exit codes: 0 done, 1 coverage below --fail-under, 2 usage or input error.")]
+    Crossval(CrossvalArgs),
+    /// One SVG per line (points, envelope, shipped line, band, legacy) and an index.html.
+    #[command(
+        after_help = "Examples:\n  vramfit plot                 # writes plots/*.svg and plots/index.html\n  vramfit plot --out /tmp/p"
+    )]
+    Plot(PlotArgs),
+    /// Write report.md (lines, verify, diff, crossval, plot links) and the plots, for a pull request.
+    #[command(
+        after_help = "Examples:\n  vramfit report                          # vramfit-report/report.md against git:HEAD\n  \
+vramfit report --out /tmp/r --before legacy\n\n\
+Exit codes: 0 written and verify green, 1 written but verify has findings, 2 usage or input error."
+    )]
+    Report(ReportArgs),
+    /// Print the JSON Schema of a file vramfit reads or writes, or of an answer it prints.
+    #[command(after_help = "Kinds: coefficients (fits/vae.json), points (measurements/vae.json), \
+policy (fits/policy.toml as parsed TOML), reserve and plan (their --format json answers).\n\
+The same schemas are committed under schemas/.\n\nExamples:\n  vramfit schema coefficients > vae.schema.json")]
+    Schema {
+        #[arg(value_enum)]
+        kind: SchemaArg,
+    },
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(
+        after_help = "Install:\n  vramfit completions bash > ~/.local/share/bash-completion/completions/vramfit\n  \
+vramfit completions zsh > ~/.zfunc/_vramfit          # with fpath+=(~/.zfunc) before compinit\n  \
+vramfit completions fish > ~/.config/fish/completions/vramfit.fish\n  \
+vramfit completions powershell >> $PROFILE"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = "Install:\n  vramfit man > ~/.local/share/man/man1/vramfit.1\n  man vramfit")]
+    Man,
+    /// List stored points, filtered by any key field.
+    #[command(
+        after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json\n  vramfit points --line sd/decode/0/cudnn/native/any/fp16"
+    )]
+    Points(PointsArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SchemaArg {
+    Coefficients,
+    Points,
+    Policy,
+    Reserve,
+    Plan,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FromArg {
+    /// vramfit's measurement CSV (columns: see the README).
+    Csv,
+    /// InvokeAI's vae_benchmarks/all_benchmark_results.json.
+    InvokeaiBenchmark,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct IngestArgs {
+    /// Measurement files (`-` reads standard input).
+    #[arg(required = true, value_name = "FILE")]
+    pub(super) files: Vec<PathBuf>,
+    /// Do not write: exit 1 when the store is not up to date with FILEs.
+    #[arg(long)]
+    pub(super) check: bool,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FromArg::Csv)]
+    pub(super) from: FromArg,
+    /// (invokeai-benchmark) Where the figures come from.
+    #[arg(long)]
+    pub(super) source: Option<String>,
+    /// (invokeai-benchmark) GPU name.
+    #[arg(long)]
+    pub(super) device: Option<String>,
+    /// (invokeai-benchmark) torch version.
+    #[arg(long)]
+    pub(super) torch: Option<String>,
+    /// (invokeai-benchmark) cudnn, miopen, mps, xpu or cpu.
+    #[arg(long)]
+    pub(super) conv_backend: Option<String>,
+    /// (invokeai-benchmark) native, cudaMallocAsync or expandable_segments.
+    #[arg(long)]
+    pub(super) allocator: Option<String>,
+    /// (invokeai-benchmark) linux, windows or macos (empty = any).
+    #[arg(long)]
+    pub(super) os: Option<String>,
+    /// (invokeai-benchmark) Prefix of the generated ids.
+    #[arg(long, default_value = "invokeai")]
+    pub(super) id_prefix: String,
+    /// (invokeai-benchmark) Runs behind each average.
+    #[arg(long)]
+    pub(super) runs: Option<u32>,
+}
+
+/// What to price: `MODEL OP WxH`.
+#[derive(Args, Debug, Clone)]
+pub(super) struct QueryArgs {
+    /// Model or family (sdxl, sd15, sd, flux1, …).
+    #[arg(value_name = "MODEL")]
+    pub(super) model: String,
+    /// decode or encode.
+    #[arg(value_name = "OP")]
+    pub(super) op: Op,
+    /// Output size (decode) or input size (encode), WIDTHxHEIGHT.
+    #[arg(value_name = "WxH")]
+    pub(super) size: String,
+    #[command(flatten)]
+    pub(super) flags: QueryFlags,
+}
+
+/// The flags of a query, shared by `reserve` and `plan`.
+#[derive(Args, Debug, Clone)]
+pub(super) struct QueryFlags {
+    /// Images in the batch (for `plan`: the number of items).
+    #[arg(long, default_value_t = 1)]
+    pub(super) batch: u64,
+    /// Tile edge in pixels (0 = untiled).
+    #[arg(long, default_value_t = 0)]
+    pub(super) tile: u32,
+    /// The dtype the VAE runs in (fp16, bf16, fp32, or PyTorch names).
+    #[arg(long)]
+    pub(super) dtype: Option<Dtype>,
+    /// The dtype the weights are loaded in (default: the run dtype).
+    #[arg(long)]
+    pub(super) loaded_dtype: Option<Dtype>,
+    /// SD nodes' switch: false runs fp16 whatever the loaded dtype, true runs fp32.
+    #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+    pub(super) fp32: Option<bool>,
+    /// cudnn (CUDA), miopen (ROCm), mps, xpu or cpu.
+    #[arg(long = "backend", alias = "conv-backend", default_value = "cudnn")]
+    pub(super) backend: ConvBackend,
+    /// auto (read PYTORCH_*_ALLOC_CONF as PyTorch does), native, cudaMallocAsync, expandable_segments.
+    #[arg(long, default_value = "auto")]
+    pub(super) allocator: String,
+    /// auto (the host), linux, windows or macos.
+    #[arg(long, default_value = "auto")]
+    pub(super) os: String,
+    /// A coefficients file to price with (default: fits/vae.json under --root, else the compiled-in copy).
+    #[arg(long, value_name = "FILE")]
+    pub(super) coefficients: Option<PathBuf>,
+    /// Exit 1 when the answer rests on an estimate: the legacy floor, the
+    /// unmeasured rule, or a size outside the line's measured range.
+    #[arg(long)]
+    pub(super) strict: bool,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct ReserveArgs {
+    #[command(flatten)]
+    pub(super) query: QueryArgs,
+    /// Price with the previous (v1) estimator instead.
+    #[arg(long, conflicts_with = "strict")]
+    pub(super) legacy: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FailOnArg {
+    Chunked,
+    Tiled,
+    Host,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct PlanArgs {
+    /// `MODEL OP WxH` (a VAE query whose --batch is the item count) or `canvas WxH`.
+    #[arg(value_name = "WORKLOAD", num_args = 2..=3, required = true)]
+    pub(super) workload: Vec<String>,
+    #[command(flatten)]
+    pub(super) flags: QueryFlags,
+    /// Free device memory (bytes, KiB/MiB/GiB, K/M/G) or `unknown`.
+    #[arg(long, default_value = "unknown", allow_hyphen_values = true)]
+    pub(super) free: String,
+    /// Share of the free memory the work may use, 0 < F ≤ 1.
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub(super) share: String,
+    /// Upper bound on the budget (bytes, KiB/MiB/GiB, K/M/G).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(super) cap: Option<String>,
+    /// (canvas) Frames in the clip.
+    #[arg(long)]
+    pub(super) frames: Option<u64>,
+    /// (canvas) Upscale factor of each frame.
+    #[arg(long, default_value_t = 1)]
+    pub(super) upscale: u64,
+    /// (canvas) Channels per pixel (uint8).
+    #[arg(long, default_value_t = 3)]
+    pub(super) channels: u64,
+    /// (canvas) Peak multiple of a step over its uint8 input, e.g. 9 for a float convert-out.
+    #[arg(long)]
+    pub(super) transient: Option<String>,
+    /// Exit 1 when the verdict is this or worse (full < chunked < tiled < host).
+    #[arg(long, value_enum)]
+    pub(super) fail_on: Option<FailOnArg>,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct DiffArgs {
+    /// The side before [default: git:HEAD].
+    #[arg(value_name = "BEFORE")]
+    pub(super) before: Option<String>,
+    /// The side after [default: fits/vae.json under --root].
+    #[arg(value_name = "AFTER")]
+    pub(super) after: Option<String>,
+    /// Sizes, comma-separated WxH [default: 512x512,768x768,1024x1024,1536x1536,2048x2048].
+    #[arg(long, value_delimiter = ',')]
+    pub(super) sizes: Vec<String>,
+    /// Images per query.
+    #[arg(long, default_value_t = 1)]
+    pub(super) batch: u64,
+    /// Only keys containing one of these substrings (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub(super) keys: Vec<String>,
+    /// Exit 1 when any reservation grows by more than this many percent.
+    #[arg(long, value_name = "PCT")]
+    pub(super) fail_over: Option<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ByArg {
+    /// Leave every point of one measured size out.
+    Size,
+    /// Leave every point of one source out.
+    Source,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct CrossvalArgs {
+    /// What each fold leaves out.
+    #[arg(long, value_enum, default_value_t = ByArg::Size)]
+    pub(super) by: ByArg,
+    /// Exit 1 when fewer than this many percent of the held-out points are covered.
+    #[arg(long, value_name = "PCT")]
+    pub(super) fail_under: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct PlotArgs {
+    /// Folder for the SVGs and index.html [default: plots under --root].
+    #[arg(long, value_name = "DIR")]
+    pub(super) out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct ReportArgs {
+    /// Folder for report.md and plots/ [default: vramfit-report under --root].
+    #[arg(long, value_name = "DIR")]
+    pub(super) out: Option<PathBuf>,
+    /// The side to diff against: a coefficients file, `embedded`, `legacy` or `git:REV`.
+    #[arg(long, value_name = "REF", default_value = "git:HEAD")]
+    pub(super) before: String,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct EmitArgs {
+    /// Do not write: exit 1 if the shipped file would change.
+    #[arg(long)]
+    pub(super) check: bool,
+    /// Write even when verify would report findings on the new file (still exits 1).
+    #[arg(long, conflicts_with = "check")]
+    pub(super) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct PointsArgs {
+    /// Family or model name (sd, sdxl, flux1, …).
+    #[arg(long)]
+    pub(super) vae: Option<String>,
+    #[arg(long)]
+    pub(super) op: Option<Op>,
+    #[arg(long)]
+    pub(super) tile: Option<u32>,
+    /// cudnn, miopen, mps, xpu, cpu.
+    #[arg(long = "backend", alias = "conv-backend")]
+    pub(super) backend: Option<ConvBackend>,
+    /// native, cudaMallocAsync, expandable_segments.
+    #[arg(long)]
+    pub(super) allocator: Option<Allocator>,
+    /// linux, windows, macos, any.
+    #[arg(long)]
+    pub(super) os: Option<Os>,
+    /// fp16, bf16, fp32 (or PyTorch names).
+    #[arg(long)]
+    pub(super) dtype: Option<Dtype>,
+    /// Substring of the point id.
+    #[arg(long)]
+    pub(super) id: Option<String>,
+    /// One line, `vae/op/tile/backend/allocator/os/dtype` (as `fit` names it): its points exactly as
+    /// the fit groups them (the OS folds into `any` off OS-specific platforms; excluded points are named apart).
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["vae", "op", "tile", "backend", "allocator", "os", "dtype"])]
+    pub(super) line: Option<String>,
+}
+
+/// The formats each subcommand prints. Any other is refused before the
+/// command runs (exit 2), and the top-level help lists these per
+/// subcommand; `schema`, `completions` and `man` print one fixed form.
+pub(super) const FORMATS: &[(&str, &[FormatArg])] = {
+    use FormatArg::{Github, Json, Markdown, Table};
+    &[
+        ("ingest", &[Table, Json, Github]),
+        ("fit", &[Table, Json, Markdown]),
+        ("emit", &[Table, Json, Markdown, Github]),
+        ("verify", &[Table, Json, Github, Markdown]),
+        ("reserve", &[Table, Json]),
+        ("plan", &[Table, Json]),
+        ("diff", &[Table, Json, Markdown]),
+        ("crossval", &[Table, Json, Markdown]),
+        ("plot", &[Table, Json]),
+        ("report", &[Table, Json]),
+        ("points", &[Table, Json]),
+    ]
+};
+
+pub(super) fn formats_of(command: &str) -> Option<&'static [FormatArg]> {
+    FORMATS.iter().find(|(name, _)| *name == command).map(|(_, f)| *f)
+}
+
+pub(super) fn format_names(formats: &[FormatArg]) -> Vec<String> {
+    formats.iter().filter_map(|f| f.to_possible_value()).map(|v| v.get_name().to_string()).collect()
+}
+
+/// The command line definition, with each subcommand's formats in its
+/// one-line description (what the top-level help lists).
+pub(super) fn command() -> clap::Command {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for (name, formats) in FORMATS {
+        cmd = cmd.mut_subcommand(*name, |c| {
+            let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+            c.about(format!("{about} [--format {}]", format_names(formats).join("|")))
+        });
+    }
+    cmd
+}
+
+impl Command {
+    /// The subcommand's name on the command line.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Command::Ingest(_) => "ingest",
+            Command::Fit => "fit",
+            Command::Emit(_) => "emit",
+            Command::Verify => "verify",
+            Command::Reserve(_) => "reserve",
+            Command::Plan(_) => "plan",
+            Command::Diff(_) => "diff",
+            Command::Crossval(_) => "crossval",
+            Command::Plot(_) => "plot",
+            Command::Report(_) => "report",
+            Command::Points(_) => "points",
+            Command::Schema { .. } => "schema",
+            Command::Completions { .. } => "completions",
+            Command::Man => "man",
+        }
+    }
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Github => Format::Github,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
