@@ -50,7 +50,7 @@ pub fn grid(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String
     for row in std::iter::once(&header).chain(rows.iter()) {
         for (c, cell) in row.iter().enumerate() {
             for line in cell.split('\n') {
-                widths[c] = widths[c].max(line.width());
+                widths[c] = widths[c].max(cols(line));
             }
         }
     }
@@ -150,6 +150,17 @@ fn split_word(word: &str, width: usize) -> (&str, &str) {
     word.split_at(cut)
 }
 
+/// Columns a line takes: its length for printable ASCII (nearly every
+/// cell, and tables of 10⁵ findings measure half a million of them), else
+/// its Unicode width.
+fn cols(line: &str) -> usize {
+    if line.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        line.len()
+    } else {
+        line.width()
+    }
+}
+
 /// Plain columns, two spaces apart, the header first; no trailing spaces.
 fn plain(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usize]) -> String {
     let mut out = String::new();
@@ -157,7 +168,7 @@ fn plain(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
         let lines: Vec<Vec<&str>> =
             (0..widths.len()).map(|c| row.get(c).map_or(vec![""], |s| s.split('\n').collect())).collect();
         let height = lines.iter().map(Vec::len).max().unwrap_or(1);
-        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| l.width()).max().unwrap_or(0)).collect();
+        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| cols(l)).max().unwrap_or(0)).collect();
         for l in 0..height {
             let mut line = String::new();
             for (c, cell) in lines.iter().enumerate() {
@@ -168,7 +179,7 @@ fn plain(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
                 let lead = if right.contains(&c) { widths[c] - block[c].min(widths[c]) } else { 0 };
                 line.extend(std::iter::repeat_n(' ', lead));
                 line.push_str(text);
-                line.extend(std::iter::repeat_n(' ', widths[c].saturating_sub(lead + text.width())));
+                line.extend(std::iter::repeat_n(' ', widths[c].saturating_sub(lead + cols(text))));
             }
             out.push_str(line.trim_end());
             out.push('\n');
@@ -193,7 +204,7 @@ fn boxed(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
         let height = lines.iter().map(Vec::len).max().unwrap_or(1);
         // A right-aligned cell moves as a block: its lines keep their
         // left edges, and its widest line touches the right border.
-        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| l.width()).max().unwrap_or(0)).collect();
+        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| cols(l)).max().unwrap_or(0)).collect();
         for l in 0..height {
             out.push('│');
             for (c, cell) in lines.iter().enumerate() {
@@ -202,7 +213,7 @@ fn boxed(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
                 out.push(' ');
                 out.extend(std::iter::repeat_n(' ', lead));
                 out.push_str(text);
-                out.extend(std::iter::repeat_n(' ', widths[c] - lead - text.width()));
+                out.extend(std::iter::repeat_n(' ', widths[c] - lead - cols(text)));
                 out.push_str(" │");
             }
             out.push('\n');
