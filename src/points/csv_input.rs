@@ -108,9 +108,16 @@ pub fn read_csv_in_chunks(
         );
         consumed += this.len() as u64;
         progress.advance(this.len() as u64);
-        for (mut part, parsed) in parts {
+        // The first error in file order; then the chunk's rows, room made
+        // once for all of them (at the rate of the whole chunk).
+        let mut checked = Vec::with_capacity(parts.len());
+        for (part, parsed) in parts {
             parsed?;
-            reserve_for(&mut rows, part.len(), this.len(), len.saturating_sub(consumed));
+            checked.push(part);
+        }
+        let more = checked.iter().map(Rows::len).sum();
+        reserve_for(&mut rows, more, this.len(), len.saturating_sub(consumed));
+        for mut part in checked {
             rows.append(&mut part);
             spare.push(part);
         }
