@@ -182,22 +182,7 @@ fn budget_from_cap_and_from_unknown_free_memory() {
 
 #[test]
 fn readme_canvas_example_720p_upscale_4() {
-    let j = plan_ok(&[
-        "canvas",
-        "1280x720",
-        "--frames",
-        "240",
-        "--upscale",
-        "4",
-        "--free",
-        "20GiB",
-        "--share",
-        "0.25",
-        "--cap",
-        "1GiB",
-        "--transient",
-        "9",
-    ]);
+    let j = plan_ok(README_CANVAS);
     // 1280 × 720 × 3 × 4² = 44 236 800 B a frame (about 44 MB).
     assert_eq!(j["per_item_bytes"], 44_236_800);
     // min(1 GiB, 0.25 × 20 GiB) = 1 GiB, from the cap.

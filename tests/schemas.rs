@@ -172,25 +172,7 @@ fn the_shipped_files_and_the_answers_validate() {
             "12GiB",
         ][..],
         &["--format", "json", "plan", "sdxl", "decode", "2048x2048", "--dtype", "fp32", "--free", "2GiB"],
-        &[
-            "--format",
-            "json",
-            "plan",
-            "canvas",
-            "1280x720",
-            "--frames",
-            "240",
-            "--upscale",
-            "4",
-            "--free",
-            "20GiB",
-            "--share",
-            "0.25",
-            "--cap",
-            "1GiB",
-            "--transient",
-            "9",
-        ],
+        &[&["--format", "json", "plan"][..], README_CANVAS].concat(),
     ] {
         assert_eq!(check("plan", &json_of(args)), Vec::<String>::new(), "{args:?}");
     }

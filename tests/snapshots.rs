@@ -104,27 +104,8 @@ fn plan_answers() {
         ],
         0,
     );
-    snapshot_of(
-        "plan-canvas",
-        &[
-            "plan",
-            "canvas",
-            "1280x720",
-            "--frames",
-            "240",
-            "--upscale",
-            "4",
-            "--free",
-            "20GiB",
-            "--share",
-            "0.25",
-            "--cap",
-            "1GiB",
-            "--transient",
-            "9",
-        ],
-        0,
-    );
+    let canvas: Vec<&str> = std::iter::once("plan").chain(README_CANVAS.iter().copied()).collect();
+    snapshot_of("plan-canvas", &canvas, 0);
 }
 
 #[test]

@@ -166,7 +166,7 @@ fn reading_a_csv_reports_every_byte_once() {
     let (body, _) = csv(3000, "\r\n");
     let text = format!("\u{FEFF}\r\n{body}");
     let r = Recorder::default();
-    let rows = csv_input::read_csv_reporting(&mut text.as_bytes(), text.len() as u64, "p.csv", &registry(), &r);
+    let rows = csv_input::read_csv(&mut text.as_bytes(), text.len() as u64, "p.csv", &registry(), &r);
     assert_eq!(rows.unwrap().len(), 3000);
     assert_eq!(*r.0.lock().unwrap(), vec![format!("start p.csv {} Bytes", text.len()), "finish".to_string()]);
     assert_eq!(r.1.load(std::sync::atomic::Ordering::SeqCst), text.len() as u64);

@@ -1,6 +1,6 @@
 //! `vramfit ingest`: measurement files into `measurements/vae.json`.
 
-use crate::points::csv_input::read_csv_reporting;
+use crate::points::csv_input::read_csv;
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::row::Rows;
@@ -48,12 +48,12 @@ pub fn read_rows(
         let stdin = f.as_os_str() == "-";
         let name = if stdin { STDIN_NAME.to_string() } else { f.display().to_string() };
         let mut rows = match &opts.from {
-            InputFormat::Csv if stdin => read_csv_reporting(&mut std::io::stdin(), 0, &name, registry, progress)?,
+            InputFormat::Csv if stdin => read_csv(&mut std::io::stdin(), 0, &name, registry, progress)?,
             InputFormat::Csv => {
                 let mut file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
                 let mut r = std::io::BufReader::with_capacity(1 << 16, &mut file);
-                read_csv_reporting(&mut r, len, &name, registry, progress)?
+                read_csv(&mut r, len, &name, registry, progress)?
             }
             InputFormat::InvokeaiBenchmark(ctx) => {
                 let bytes = if stdin {

@@ -12,7 +12,7 @@ use std::io::Read;
 
 /// Reads one measurement CSV held in memory (see [`read_csv`]).
 pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Rows> {
-    read_csv(&mut &*bytes, bytes.len() as u64, file, registry)
+    read_csv(&mut &*bytes, bytes.len() as u64, file, registry, &Silent)
 }
 
 /// Bytes of the file taken at a time. The file is never held whole (at
@@ -25,13 +25,9 @@ const CHUNK: usize = 16 << 20;
 /// a header-only file has no rows. Every message counts physical lines of
 /// the file, blank ones included, so `file:N` is the line an editor shows
 /// as N, and the first error in file order is the one reported. `len`
-/// (the file's length, 0 when unknown) only sizes the lists up front.
-pub fn read_csv(r: &mut (dyn Read + Send), len: u64, file: &str, registry: &Registry) -> Result<Rows> {
-    read_csv_reporting(r, len, file, registry, &Silent)
-}
-
-/// [`read_csv`], reporting the bytes read to `progress`.
-pub fn read_csv_reporting(
+/// (the file's length, 0 when unknown) only sizes the lists up front; the
+/// bytes read are reported to `progress`.
+pub fn read_csv(
     r: &mut (dyn Read + Send),
     len: u64,
     file: &str,
@@ -153,10 +149,10 @@ fn parse_chunk(
     (parsed, next_line)
 }
 
-/// Makes room for `more` rows. The first time, room is made for the whole
-/// file at the rate of rows per byte seen so far (`rest`: the bytes still
-/// unread), so the later rows are appended without copying the list; an
-/// estimate that falls short at least doubles the room.
+/// Makes room for a chunk's `more` rows when the list lacks it: room for
+/// the rest of the file too, at this chunk's rate of rows per byte (`rest`:
+/// the bytes still unread), so the later rows are appended without copying
+/// the list; an estimate that falls short at least doubles the room.
 fn reserve_for(rows: &mut Rows, more: usize, chunk_bytes: usize, rest: u64) {
     if rows.points.capacity() - rows.len() >= more {
         return;

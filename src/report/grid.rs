@@ -261,6 +261,16 @@ mod tests {
         t.to_string()
     }
 
+    /// A deterministic pick below `n` (xorshift), so generated tables are the same on every run.
+    fn picker(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        }
+    }
+
     #[test]
     fn plain_tables_have_no_box_and_keep_their_columns() {
         let rows = vec![vec!["sd/decode".to_string(), "12".into()], vec!["a\nb".into(), "1 048 576".into()]];
@@ -271,13 +281,7 @@ mod tests {
 
     #[test]
     fn a_table_wider_than_the_terminal_wraps_and_loses_nothing() {
-        let mut seed: u64 = 0x5EED_1234_ABCD_0001;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = picker(0x5EED_1234_ABCD_0001);
         const WORDS: &[&str] =
             &["sd/decode/0/cudnn/native/any/fp16", "i7785061-flux1-decode", "over", "1.0738", "漢字", "x"];
         for _ in 0..300 {
@@ -328,13 +332,7 @@ mod tests {
     fn draws_what_the_table_crate_draws() {
         const PIECES: &[&str] =
             &["a", "sd/decode/0", "1 048 576", "≤ 1.3", "×", "→", "é", "漢", "\t", "", " ", "-", "12", "\n"];
-        let mut seed: u64 = 0xC0FF_EE00_1234_5678;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = picker(0xC0FF_EE00_1234_5678);
         let headers = ["code", "file", "points", "finding"];
         let mut compared = 0;
         for _ in 0..2000 {

@@ -13,33 +13,19 @@ impl Report for IngestReport {
         s.push('\n');
         s.push_str(&grid(&["line key (vae/op/tile/backend/allocator/os/dtype)", "points"], lines, &[1]));
         s.push('\n');
-        if self.check {
-            if self.up_to_date {
-                s.push_str(&format!("{}: up to date ({} points)\n", self.store, self.points));
-            } else {
-                s.push_str(&format!("{}: NOT up to date with these files\n", self.store));
-                if !self.missing.is_empty() {
-                    s.push_str(&format!(
-                        "  {} row(s) not ingested yet: {}\n  run `vramfit ingest` on the same files\n",
-                        self.missing.len(),
-                        self.missing.join(", ")
-                    ));
-                }
-                if !self.orphans.is_empty() {
-                    s.push_str(&format!(
-                        "  {} stored point(s) come from none of these files: {}\n",
-                        self.orphans.len(),
-                        self.orphans.join(", ")
-                    ));
-                }
-            }
-        } else {
+        s.push_str(&headline(self));
+        if !self.missing.is_empty() {
             s.push_str(&format!(
-                "{}: {} points ({} added{})\n",
-                self.store,
-                self.points,
-                self.added,
-                if self.written { "" } else { ", nothing written" }
+                "  {} row(s) not ingested yet: {}\n  run `vramfit ingest` on the same files\n",
+                self.missing.len(),
+                self.missing.join(", ")
+            ));
+        }
+        if !self.orphans.is_empty() {
+            s.push_str(&format!(
+                "  {} stored point(s) come from none of these files: {}\n",
+                self.orphans.len(),
+                self.orphans.join(", ")
             ));
         }
         for n in &self.notes {
@@ -72,11 +58,22 @@ impl Report for IngestReport {
         for n in &self.notes {
             s.push_str(&super::annotation("warning", &self.store, "vramfit ingest", n));
         }
-        s.push_str(&match (self.check, self.up_to_date) {
-            (true, true) => format!("{}: up to date ({} points)\n", self.store, self.points),
-            (true, false) => format!("{}: NOT up to date with these files\n", self.store),
-            (false, _) => format!("{}: {} points ({} added)\n", self.store, self.points, self.added),
-        });
+        s.push_str(&headline(self));
         Some(s)
+    }
+}
+
+/// The store's state in one line, the last of every form.
+fn headline(r: &IngestReport) -> String {
+    match (r.check, r.up_to_date) {
+        (true, true) => format!("{}: up to date ({} points)\n", r.store, r.points),
+        (true, false) => format!("{}: NOT up to date with these files\n", r.store),
+        (false, _) => format!(
+            "{}: {} points ({} added{})\n",
+            r.store,
+            r.points,
+            r.added,
+            if r.written { "" } else { ", nothing written" }
+        ),
     }
 }

@@ -7,6 +7,25 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
+/// The README's canvas plan (after `vramfit plan`): a 720p clip of 240
+/// frames upscaled 4×, with a share, a cap and a transient factor.
+pub const README_CANVAS: &[&str] = &[
+    "canvas",
+    "1280x720",
+    "--frames",
+    "240",
+    "--upscale",
+    "4",
+    "--free",
+    "20GiB",
+    "--share",
+    "0.25",
+    "--cap",
+    "1GiB",
+    "--transient",
+    "9",
+];
+
 /// The repository root (where the shipped files live).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
