@@ -75,12 +75,16 @@ pub struct Line {
 
 /// Digest of a line's points: SHA-256 over `id\tpixels\tdemand\n`, sorted by id.
 pub fn points_digest(points: &[PricedPoint]) -> String {
-    use std::io::Write as _;
     let mut digest = crate::fsio::DigestWriter::default();
     let mut row = Vec::with_capacity(64);
     for p in points {
         row.clear();
-        let _ = writeln!(row, "{}\t{}\t{}", p.id, p.pixels, p.demand);
+        row.extend_from_slice(p.id.as_bytes());
+        row.push(b'\t');
+        crate::points::write_u64(&mut row, p.pixels);
+        row.push(b'\t');
+        crate::points::write_u64(&mut row, p.demand);
+        row.push(b'\n');
         digest.update(&row);
     }
     digest.finish()
@@ -115,7 +119,20 @@ pub fn assemble_groups(groups: &Groups, policy: &Policy) -> Result<Vec<Line>> {
     let mut keys: Vec<&LineKey> = groups.keys().chain(policy.carries.iter().map(|c| &c.key)).collect();
     keys.sort();
     keys.dedup();
-    keys.into_iter().map(|key| line(key.clone(), groups.get(key).map_or(&[][..], Vec::as_slice), policy)).collect()
+    // Lines are independent: they are fitted on every core, in runs of
+    // keys holding about as many points each, and come back in key order
+    // (so the first error is the one a walk in order would meet).
+    let points = |k: &&LineKey| groups.get(*k).map_or(0, Vec::len);
+    let total: usize = keys.iter().map(points).sum();
+    let parts = crate::par::balanced(&keys, points, crate::par::threads_for(total));
+    let runs = crate::par::map(parts, |run| -> Result<Vec<Line>> {
+        run.iter().map(|key| line((*key).clone(), groups.get(*key).map_or(&[][..], Vec::as_slice), policy)).collect()
+    });
+    let mut lines = Vec::with_capacity(keys.len());
+    for run in runs {
+        lines.extend(run?);
+    }
+    Ok(lines)
 }
 
 fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {

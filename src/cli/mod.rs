@@ -284,17 +284,26 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
         Command::Fit => {
             let r = commands::fit::run(&root)?;
             emit(out, &report::render(&r, format, "fit")?);
-            Ok(if r.findings.is_empty() { EXIT_OK } else { EXIT_FINDINGS })
+            let code = if r.findings.is_empty() { EXIT_OK } else { EXIT_FINDINGS };
+            let items = r.lines.iter().map(|l| l.points.len()).sum::<usize>() + r.findings.len();
+            crate::par::drop_later(r, items);
+            Ok(code)
         }
         Command::Emit(a) => {
             let r = commands::emit::run(&root, a.check, a.force)?;
             emit(out, &report::render(&r, format, "emit")?);
-            Ok(if (a.check && r.changed) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK })
+            let code = if (a.check && r.changed) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK };
+            let items = r.findings.len();
+            crate::par::drop_later(r, items);
+            Ok(code)
         }
         Command::Verify => {
             let r = commands::verify::run(&root)?;
             emit(out, &report::render(&r, format, "verify")?);
-            Ok(if r.ok { EXIT_OK } else { EXIT_FINDINGS })
+            let code = if r.ok { EXIT_OK } else { EXIT_FINDINGS };
+            let items = r.findings.len();
+            crate::par::drop_later(r, items);
+            Ok(code)
         }
         Command::Reserve(a) => {
             let q = &a.query;

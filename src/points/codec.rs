@@ -26,7 +26,7 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
     out.extend_from_slice(b",\"op\":\"");
     out.extend_from_slice(k.op.as_str().as_bytes());
     out.extend_from_slice(b"\",\"tile\":");
-    number(out, u64::from(k.tile));
+    write_u64(out, u64::from(k.tile));
     out.extend_from_slice(b",\"conv_backend\":\"");
     out.extend_from_slice(k.conv_backend.as_str().as_bytes());
     out.extend_from_slice(b"\",\"allocator\":\"");
@@ -47,7 +47,7 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
         (b",\"demand_bytes\":", p.demand_bytes),
     ] {
         out.extend_from_slice(name);
-        number(out, v);
+        write_u64(out, v);
     }
     for (name, v) in [
         (&b",\"reserved_bytes\":"[..], p.reserved_bytes),
@@ -55,7 +55,7 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
         (b",\"driver_bytes\":", p.driver_bytes),
     ] {
         out.extend_from_slice(name);
-        opt(out, v, number);
+        opt(out, v, write_u64);
     }
     out.extend_from_slice(b",\"source\":");
     string(out, &p.source);
@@ -64,9 +64,9 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
     out.extend_from_slice(b",\"torch\":");
     opt(out, p.torch.as_deref(), string);
     out.extend_from_slice(b",\"run\":");
-    opt(out, p.run.map(u64::from), number);
+    opt(out, p.run.map(u64::from), write_u64);
     out.extend_from_slice(b",\"runs\":");
-    opt(out, p.runs.map(u64::from), number);
+    opt(out, p.runs.map(u64::from), write_u64);
     out.extend_from_slice(b",\"aggregate\":");
     opt(out, p.aggregate.map(|a| a.as_str()), string);
     out.extend_from_slice(b",\"context\":");
@@ -109,7 +109,8 @@ fn string(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-fn number(out: &mut Vec<u8>, mut n: u64) {
+/// Appends `n` in decimal (what `{n}` formats, without the formatter).
+pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

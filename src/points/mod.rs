@@ -2,6 +2,7 @@
 //! third-party formats, and the canonical points file (`measurements/vae.json`).
 
 mod codec;
+pub use codec::write_u64;
 pub mod csv_input;
 pub mod invokeai;
 pub mod merge;

@@ -273,9 +273,12 @@ pub struct Coefficients {
     known_tiles: Vec<u32>,
     /// Families with at least one line, built once (every pricing asks).
     measured_families: std::collections::BTreeSet<crate::text::Text>,
-    /// Each registered family's name as one shared `Text`: a key is built
-    /// per pricing, and `verify` makes thousands (no allocation each).
-    family_texts: BTreeMap<String, crate::text::Text>,
+    /// Every name a query may give (each family and its models, in ASCII
+    /// lower case) to its family's name as one shared `Text`: a pricing
+    /// resolves a family and builds a key, and `verify` makes 10^6 of them
+    /// (the registry's walk compared each name with every family and model,
+    /// and a key's name was allocated each time).
+    names: std::collections::HashMap<String, crate::text::Text>,
 }
 
 impl Coefficients {
@@ -295,8 +298,8 @@ impl Coefficients {
         let registry = Registry(file.registry.clone());
         let known_tiles = tiles_of(&file);
         let measured_families = lines.keys().map(|k| k.vae.clone()).collect();
-        let family_texts = file.registry.keys().map(|f| (f.clone(), crate::text::Text::from(f.as_str()))).collect();
-        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, family_texts })
+        let names = names_of(&registry);
+        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, names })
     }
 
     fn registry(&self) -> &Registry {
@@ -305,8 +308,19 @@ impl Coefficients {
 
     /// The family a query names; an unknown one lists the known ones.
     pub fn family(&self, name: &str) -> Result<&str> {
-        let reg = self.registry();
-        reg.resolve(name).ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", reg.describe()))
+        self.family_text(name).map(|t| t.as_str())
+    }
+
+    /// [`Coefficients::family`] as the shared name: what
+    /// [`Registry::resolve`] answers, from the index built once.
+    fn family_text(&self, name: &str) -> Result<&crate::text::Text> {
+        let n = name.trim();
+        let found = if n.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.names.get(&n.to_ascii_lowercase())
+        } else {
+            self.names.get(n)
+        };
+        found.ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", self.registry().describe()))
     }
 
     /// The run dtype: `--dtype`; else the SD nodes' `fp32` switch; else the loaded dtype.
@@ -356,7 +370,8 @@ impl Coefficients {
     /// The query's line key with dtype, allocator and OS resolved.
     pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
         let tile = self.effective_tile(q)?;
-        let family = self.family(&q.vae)?;
+        let family_text = self.family_text(&q.vae)?;
+        let family = family_text.as_str();
         let run = self.run_dtype(q, family)?;
         let os = match q.os {
             Choice::Given(o) => Detected { value: o, from: "flag".into() },
@@ -375,7 +390,11 @@ impl Coefficients {
         let key_os =
             if is_os_specific(&self.file.os_specific, q.conv_backend, allocator.value) { os.value } else { Os::Any };
         let key = LineKey {
-            vae: self.family_texts.get(family).cloned().unwrap_or_else(|| family.into()),
+            // The query's own name when it is the family's (every point
+            // `verify` prices): threads pricing side by side then count
+            // references on their own points' names, not all on the one
+            // shared name (that contention made two threads no faster than one).
+            vae: if q.vae.as_str() == family { q.vae.clone() } else { family_text.clone() },
             op: q.op,
             tile,
             conv_backend: q.conv_backend,
@@ -473,20 +492,24 @@ impl Coefficients {
     /// The measured line that prices a key, if any: its own line, or (for
     /// an OS-specific key) the line of the same platform measured without
     /// an OS, whichever prices higher at this size.
-    fn measured_line(&self, key: &LineKey, pixels: u64) -> Result<Option<(Rule, LineKey, LineCoef, u64)>> {
-        let own = self.lines.get(key).map(|c| {
+    /// `key` is borrowed mutably only to look up its any-OS twin in place:
+    /// building a second key cloned the family's shared name, and the
+    /// threads pricing 10^6 points contended for its count. It is left as
+    /// it was given.
+    fn measured_line(&self, key: &mut LineKey, pixels: u64) -> Result<Option<(Rule, &LineKey, &LineCoef, u64)>> {
+        let own = self.lines.get_key_value(key).map(|(k, c)| {
             let rule = if c.carried { Rule::CarriedLine } else { Rule::FittedLine };
-            (rule, key.clone(), c.clone())
+            (rule, k, c)
         });
-        let any_key = LineKey { os: Os::Any, ..key.clone() };
-        let unknown_os = (key.os != Os::Any)
-            .then(|| self.lines.get(&any_key))
-            .flatten()
-            .map(|c| (Rule::AnyOsLine, any_key.clone(), c.clone()));
-        let mut best: Option<(Rule, LineKey, LineCoef, u64)> = None;
+        let os = key.os;
+        key.os = Os::Any;
+        let unknown_os = (os != Os::Any).then(|| self.lines.get_key_value(key)).flatten();
+        key.os = os;
+        let unknown_os = unknown_os.map(|(k, c)| (Rule::AnyOsLine, k, c));
+        let mut best: Option<(Rule, &LineKey, &LineCoef, u64)> = None;
         for (rule, k, c) in own.into_iter().chain(unknown_os) {
             let b = c.at(pixels)?;
-            if best.as_ref().is_none_or(|(_, _, _, bb)| b > *bb) {
+            if best.is_none_or(|(_, _, _, bb)| b > bb) {
                 best = Some((rule, k, c, b));
             }
         }
@@ -502,12 +525,12 @@ impl Coefficients {
 impl Coefficients {
     /// The numbers of an answer: which rule, which line, how many bytes.
     /// `price` adds the explanation; `quote` stops here.
-    fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled> {
-        let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
+    fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
+        let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
         let growth = self.growth(&key.vae, run.value, loaded)?;
-        let measured = self.measured_line(&key, pixels)?;
+        let measured = self.measured_line(&mut key, pixels)?;
         let (rule, priced_by, coef, line_bytes, legacy) = match measured {
             Some((rule, by, c, b)) => (rule, Some(by), Some(c), Some(b), None),
             None => {
@@ -533,12 +556,10 @@ impl Coefficients {
                         key.dtype
                     ),
                     (Some((b, k, c)), Some(l)) if b + growth >= l => {
-                        (Rule::UnmeasuredRule, Some(k.clone()), Some(c.clone()), Some(b), Some(l))
+                        (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), Some(l))
                     }
-                    (Some((b, k, c)), None) => (Rule::UnmeasuredRule, Some(k.clone()), Some(c.clone()), Some(b), None),
-                    (Some((b, k, c)), Some(l)) => {
-                        (Rule::LegacyFloor, Some(k.clone()), Some(c.clone()), Some(b), Some(l))
-                    }
+                    (Some((b, k, c)), None) => (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), None),
+                    (Some((b, k, c)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l)),
                     (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l)),
                 }
             }
@@ -565,8 +586,23 @@ impl Coefficients {
     }
 }
 
-/// What [`Coefficients::settle`] decides.
-struct Settled {
+/// Each name [`Registry::resolve`] accepts, in ASCII lower case, to the
+/// family it resolves to: families in the registry's order, the first to
+/// claim a name keeping it (as the registry's walk finds the first).
+fn names_of(registry: &Registry) -> std::collections::HashMap<String, crate::text::Text> {
+    let mut names = std::collections::HashMap::new();
+    for (family, entry) in &registry.0 {
+        let text = crate::text::Text::from(family.as_str());
+        for name in std::iter::once(family).chain(&entry.models) {
+            names.entry(name.to_ascii_lowercase()).or_insert_with(|| text.clone());
+        }
+    }
+    names
+}
+
+/// What [`Coefficients::settle`] decides; the line that priced it is
+/// borrowed from the coefficients (`quote` never copies it).
+struct Settled<'a> {
     key: LineKey,
     run: Detected<Dtype>,
     allocator: Detected<Allocator>,
@@ -575,8 +611,8 @@ struct Settled {
     loaded: Dtype,
     growth: u64,
     rule: Rule,
-    priced_by: Option<LineKey>,
-    coef: Option<LineCoef>,
+    priced_by: Option<&'a LineKey>,
+    coef: Option<&'a LineCoef>,
     line_bytes: Option<u64>,
     legacy: Option<u64>,
     bytes: u64,
@@ -633,11 +669,47 @@ impl Pricer for Coefficients {
             loaded_dtype: s.loaded,
             tile_asked: tile_asked(q, &s.key),
             warnings,
-            priced_by: s.priced_by,
+            priced_by: s.priced_by.cloned(),
             run_dtype: s.run,
             allocator: s.allocator,
             os: s.os,
             line: s.key,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coefficients;
+    use crate::registry::{Registry, VaeEntry};
+
+    /// The index answers what the registry's walk answers, for every name
+    /// in every case and with spaces around it, for unknown names, and
+    /// where two families claim the same name in different cases.
+    #[test]
+    fn the_name_index_resolves_as_the_registry_does() {
+        let shipped = crate::coefficients::parse(crate::coefficients::EMBEDDED, "embedded").unwrap();
+        let mut file = shipped.clone();
+        let entry = |models: &[&str]| VaeEntry { models: models.iter().map(|m| m.to_string()).collect(), params: None };
+        // A model named like a later family, a family differing only in
+        // case, and a model with spaces in its stored name.
+        file.registry.insert("AAA".into(), entry(&["zzz", "Flux1", " padded "]));
+        file.registry.insert("aaa".into(), entry(&["other"]));
+        file.registry.insert("zzz".into(), entry(&[]));
+        let c = Coefficients::new(file.clone(), "test".into()).unwrap();
+        let registry = Registry(file.registry.clone());
+        let mut names: Vec<String> = vec!["".into(), "nope".into(), "ß".into(), "padded".into(), " padded ".into()];
+        for (family, e) in &file.registry {
+            names.push(family.clone());
+            names.extend(e.models.iter().cloned());
+        }
+        let mut asked = 0;
+        for n in names {
+            for variant in [n.clone(), n.to_uppercase(), n.to_lowercase(), format!("  {n}\t"), n.replace('1', "I")] {
+                assert_eq!(c.family(&variant).ok(), registry.resolve(&variant), "{variant:?}");
+                asked += 1;
+            }
+        }
+        assert!(asked > 50, "{asked}");
     }
 }

@@ -163,25 +163,27 @@ fn cols(line: &str) -> usize {
 
 /// Plain columns, two spaces apart, the header first; no trailing spaces.
 fn plain(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usize]) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity((rows.len() + 1) * (widths.iter().sum::<usize>() + 2 * widths.len()));
+    let mut cells = Cells::new(widths.len());
     for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        let lines: Vec<Vec<&str>> =
-            (0..widths.len()).map(|c| row.get(c).map_or(vec![""], |s| s.split('\n').collect())).collect();
-        let height = lines.iter().map(Vec::len).max().unwrap_or(1);
-        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| cols(l)).max().unwrap_or(0)).collect();
-        for l in 0..height {
-            let mut line = String::new();
-            for (c, cell) in lines.iter().enumerate() {
-                let text = cell.get(l).copied().unwrap_or("");
+        cells.split(row, right);
+        for l in 0..cells.height() {
+            let start = out.len();
+            for (c, width) in widths.iter().enumerate() {
+                let text = cells.line(c, l);
                 if c > 0 {
-                    line.push_str("  ");
+                    out.push_str("  ");
                 }
-                let lead = if right.contains(&c) { widths[c] - block[c].min(widths[c]) } else { 0 };
-                line.extend(std::iter::repeat_n(' ', lead));
-                line.push_str(text);
-                line.extend(std::iter::repeat_n(' ', widths[c].saturating_sub(lead + cols(text))));
+                let lead = if right.contains(&c) { width - cells.block(c).min(*width) } else { 0 };
+                pad(&mut out, lead);
+                out.push_str(text);
+                // The last column's padding would be trimmed at once.
+                if c + 1 < widths.len() {
+                    pad(&mut out, width.saturating_sub(lead + cols(text)));
+                }
             }
-            out.push_str(line.trim_end());
+            let kept = out[start..].trim_end().len();
+            out.truncate(start + kept);
             out.push('\n');
         }
     }
@@ -194,26 +196,24 @@ fn boxed(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
     let columns = widths.len();
     let all: Vec<&[String]> = std::iter::once(header).chain(rows.iter().map(Vec::as_slice)).collect();
     let mut out = String::with_capacity(all.len() * (widths.iter().sum::<usize>() + 3 * columns + 2) * 2);
+    let mut cells = Cells::new(columns);
     rule(&mut out, widths, ['╭', '┬', '╮']);
     for (i, row) in all.iter().enumerate() {
         if i == 1 {
             rule(&mut out, widths, ['├', '┼', '┤']);
         }
-        let lines: Vec<Vec<&str>> =
-            (0..columns).map(|c| row.get(c).map_or(vec![""], |s| s.split('\n').collect())).collect();
-        let height = lines.iter().map(Vec::len).max().unwrap_or(1);
-        // A right-aligned cell moves as a block: its lines keep their
-        // left edges, and its widest line touches the right border.
-        let block: Vec<usize> = lines.iter().map(|c| c.iter().map(|l| cols(l)).max().unwrap_or(0)).collect();
-        for l in 0..height {
+        cells.split(row, right);
+        for l in 0..cells.height() {
             out.push('│');
-            for (c, cell) in lines.iter().enumerate() {
-                let text = cell.get(l).copied().unwrap_or("");
-                let lead = if right.contains(&c) { widths[c] - block[c] } else { 0 };
+            for (c, width) in widths.iter().enumerate() {
+                let text = cells.line(c, l);
+                // A right-aligned cell moves as a block: its lines keep their
+                // left edges, and its widest line touches the right border.
+                let lead = if right.contains(&c) { width - cells.block(c) } else { 0 };
                 out.push(' ');
-                out.extend(std::iter::repeat_n(' ', lead));
+                pad(&mut out, lead);
                 out.push_str(text);
-                out.extend(std::iter::repeat_n(' ', widths[c] - lead - cols(text)));
+                pad(&mut out, width - lead - cols(text));
                 out.push_str(" │");
             }
             out.push('\n');
@@ -225,6 +225,59 @@ fn boxed(header: &[String], rows: &[Vec<String>], widths: &[usize], right: &[usi
     rule(&mut out, widths, last);
     out.pop(); // no line end after the last rule
     out
+}
+
+/// One row's cells split into their lines, in lists kept from row to row
+/// (a table of 10⁵ findings allocated two lists a row before).
+struct Cells<'a> {
+    lines: Vec<Vec<&'a str>>,
+    /// Each right-aligned cell's widest line.
+    blocks: Vec<usize>,
+}
+
+impl<'a> Cells<'a> {
+    fn new(columns: usize) -> Cells<'a> {
+        Cells { lines: vec![Vec::new(); columns], blocks: vec![0; columns] }
+    }
+
+    /// Splits `row`; a missing cell is one empty line. The widest line
+    /// is measured in the `right` columns only (no other needs it).
+    fn split(&mut self, row: &'a [String], right: &[usize]) {
+        for (c, (lines, block)) in self.lines.iter_mut().zip(&mut self.blocks).enumerate() {
+            lines.clear();
+            match row.get(c) {
+                Some(cell) => lines.extend(cell.split('\n')),
+                None => lines.push(""),
+            }
+            if right.contains(&c) {
+                *block = lines.iter().map(|l| cols(l)).max().unwrap_or(0);
+            }
+        }
+    }
+
+    /// Lines in the tallest cell.
+    fn height(&self) -> usize {
+        self.lines.iter().map(Vec::len).max().unwrap_or(1)
+    }
+
+    /// Line `l` of cell `c` (empty below the cell's last line).
+    fn line(&self, c: usize, l: usize) -> &'a str {
+        self.lines[c].get(l).copied().unwrap_or("")
+    }
+
+    fn block(&self, c: usize) -> usize {
+        self.blocks[c]
+    }
+}
+
+/// Appends `n` spaces, a slice at a time.
+fn pad(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
+    }
 }
 
 fn rule(out: &mut String, widths: &[usize], [left, cross, end]: [char; 3]) {

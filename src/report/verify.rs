@@ -31,11 +31,15 @@ pub(super) fn findings_annotations(findings: &[Finding]) -> String {
 }
 
 pub(super) fn detail(f: &Finding) -> String {
-    let mut s = f.message.clone();
+    let mut s = String::with_capacity(f.message.len() + f.hint.len() + 64);
+    s.push_str(&f.message);
     if let (Some(e), Some(x)) = (&f.expected, &f.found) {
-        s.push_str(&format!("\nexpected: {e}\nfound:    {x}"));
+        for part in ["\nexpected: ", e, "\nfound:    ", x] {
+            s.push_str(part);
+        }
     }
-    s.push_str(&format!("\n→ {}", f.hint));
+    s.push_str("\n→ ");
+    s.push_str(&f.hint);
     s
 }
 

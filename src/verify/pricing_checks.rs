@@ -37,11 +37,7 @@ pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
     let included: Vec<&Point> = cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)).collect();
     let pricer = cx.pricer;
-    let threads = if included.len() < crate::par::FEW_POINTS {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    };
+    let threads = crate::par::threads_for(included.len());
     let slice = included.len().div_ceil(threads).max(1);
     let parts = crate::par::map(included.chunks(slice).collect(), |part| price_points(part, pricer, policy));
     cx.pricings += included.len();
