@@ -252,8 +252,7 @@ fn blank(line: &[u8]) -> bool {
 /// ending just after a `\n`, with the number of its first line; and the
 /// number of the line after the text.
 fn split_at_lines(text: &[u8], first: u64) -> (Vec<(&[u8], u64)>, u64) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let n = if text.len() < 1 << 20 { 1 } else { cores };
+    let n = if text.len() < 1 << 20 { 1 } else { crate::par::cores() };
     let mut parts = Vec::with_capacity(n);
     let (mut start, mut number) = (0, first);
     for k in 1..=n {

@@ -158,7 +158,6 @@ impl Merged {
 /// Reads the point lines after the first line of a canonical store, up to
 /// and including the closing line.
 fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).max(1);
     std::thread::scope(|scope| {
         let mut pool: Option<Pool> = None;
         let mut merged = Merged { points: Vec::with_capacity(capacity), next: 0, early: BTreeMap::new() };
@@ -166,7 +165,7 @@ fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, regist
         // Set when a parsed batch, not the frame, stopped the walk.
         let mut batch_failed = false;
         let framed = frame(r, &mut batch, file, &mut |full: Batch| {
-            let p = pool.get_or_insert_with(|| start(scope, workers, file, registry));
+            let p = pool.get_or_insert_with(|| start(scope, crate::par::cores(), file, registry));
             if let Some(jobs) = &p.jobs {
                 jobs.send((p.sent, full)).map_err(|_| anyhow!("{file}: a reading thread stopped"))?;
                 p.sent += 1;

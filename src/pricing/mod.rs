@@ -14,7 +14,7 @@ use crate::policy::is_os_specific;
 use crate::registry::Registry;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
-use platform::{detect_allocator, detect_os, Detected, EnvSnapshot};
+use platform::{choose_allocator, detect_os, AllocatorWhy, Detected, EnvSnapshot};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -241,8 +241,25 @@ pub struct Quote {
 pub struct Resolved {
     pub key: LineKey,
     pub run: Detected<Dtype>,
-    pub allocator: Detected<Allocator>,
+    pub allocator: ChosenAllocator,
     pub os: Detected<Os>,
+}
+
+/// The allocator and why: given by flag, or detected. The reason is made
+/// into words only for an answer that is shown ([`ChosenAllocator::detected`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenAllocator {
+    pub value: Allocator,
+    /// None: given by flag.
+    pub why: Option<AllocatorWhy>,
+}
+
+impl ChosenAllocator {
+    /// The allocator with its reason in words.
+    pub fn detected(&self) -> Detected<Allocator> {
+        let from = self.why.as_ref().map_or("flag".into(), AllocatorWhy::text);
+        Detected { value: self.value, from }
+    }
 }
 
 /// One line's shipped values.
@@ -279,7 +296,14 @@ pub struct Coefficients {
     /// (the registry's walk compared each name with every family and model,
     /// and a key's name was allocated each time).
     names: std::collections::HashMap<String, crate::text::Text>,
+    /// The lines of each (family, op, tile, dtype), in key order: the
+    /// unmeasured rule's candidates (a walk of every line per pricing was
+    /// most of the thousands of floor pricings `verify` makes).
+    by_use: std::collections::HashMap<Use, Vec<(LineKey, LineCoef)>>,
 }
+
+/// What the unmeasured rule matches a query's lines by: family, op, tile, dtype.
+type Use = (crate::text::Text, Op, u32, Dtype);
 
 impl Coefficients {
     pub fn new(file: CoefficientsFile, source: String) -> Result<Coefficients> {
@@ -299,7 +323,11 @@ impl Coefficients {
         let known_tiles = tiles_of(&file);
         let measured_families = lines.keys().map(|k| k.vae.clone()).collect();
         let names = names_of(&registry);
-        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, names })
+        let mut by_use: std::collections::HashMap<Use, Vec<(LineKey, LineCoef)>> = std::collections::HashMap::new();
+        for (k, c) in &lines {
+            by_use.entry((k.vae.clone(), k.op, k.tile, k.dtype)).or_default().push((k.clone(), c.clone()));
+        }
+        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, names, by_use })
     }
 
     fn registry(&self) -> &Registry {
@@ -378,14 +406,13 @@ impl Coefficients {
             Choice::Auto => detect_os(env).ok_or_else(|| anyhow!("cannot tell the host OS; give --os"))?,
         };
         let allocator = match q.allocator {
-            Choice::Given(a) => Detected { value: a, from: "flag".into() },
-            Choice::Auto => detect_allocator(
-                q.conv_backend,
-                os.value,
-                env,
-                &self.file.allocator_defaults,
-                self.file.default_allocator,
-            ),
+            Choice::Given(a) => ChosenAllocator { value: a, why: None },
+            Choice::Auto => {
+                let defaults = &self.file.allocator_defaults;
+                let (value, why) =
+                    choose_allocator(q.conv_backend, os.value, env, defaults, self.file.default_allocator);
+                ChosenAllocator { value, why: Some(why) }
+            }
         };
         let key_os =
             if is_os_specific(&self.file.os_specific, q.conv_backend, allocator.value) { os.value } else { Os::Any };
@@ -447,7 +474,7 @@ impl Coefficients {
             size_range: None,
             loaded_dtype: q.loaded_dtype.unwrap_or(run.value),
             run_dtype: run,
-            allocator,
+            allocator: allocator.detected(),
             os,
             tile_asked: tile_asked(q, &key),
             warnings: tile_warning(q, &key).into_iter().collect(),
@@ -536,12 +563,11 @@ impl Coefficients {
             None => {
                 // The unmeasured rule: the largest line of the same (vae, op, tile, dtype).
                 let mut best: Option<(u64, &LineKey, &LineCoef)> = None;
-                for (k, c) in &self.lines {
-                    if k.vae == key.vae && k.op == key.op && k.tile == key.tile && k.dtype == key.dtype {
-                        let b = c.at(pixels)?;
-                        if best.is_none_or(|(bb, _, _)| b > bb) {
-                            best = Some((b, k, c));
-                        }
+                let same_use = self.by_use.get(&(key.vae.clone(), key.op, key.tile, key.dtype));
+                for (k, c) in same_use.map_or(&[][..], Vec::as_slice) {
+                    let b = c.at(pixels)?;
+                    if best.is_none_or(|(bb, _, _)| b > bb) {
+                        best = Some((b, k, c));
                     }
                 }
                 let legacy = self.legacy_at(&key, pixels, q.batch);
@@ -605,7 +631,7 @@ fn names_of(registry: &Registry) -> std::collections::HashMap<String, crate::tex
 struct Settled<'a> {
     key: LineKey,
     run: Detected<Dtype>,
-    allocator: Detected<Allocator>,
+    allocator: ChosenAllocator,
     os: Detected<Os>,
     pixels: u64,
     loaded: Dtype,
@@ -671,7 +697,7 @@ impl Pricer for Coefficients {
             warnings,
             priced_by: s.priced_by.cloned(),
             run_dtype: s.run,
-            allocator: s.allocator,
+            allocator: s.allocator.detected(),
             os: s.os,
             line: s.key,
         })

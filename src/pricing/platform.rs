@@ -68,23 +68,76 @@ pub fn detect_allocator(
     defaults: &[AllocatorDefault],
     fallback: Allocator,
 ) -> Detected<Allocator> {
-    let mut order: Vec<&str> = Vec::new();
-    if backend.is_rocm() {
-        order.push(HIP_ALLOC_VAR);
-    }
-    order.extend(ALLOC_VARS);
-    for var in order {
+    let (value, why) = choose_allocator(backend, os, env, defaults, fallback);
+    Detected { value, from: why.text() }
+}
+
+/// [`detect_allocator`] without its explanation in words: the allocator
+/// and the reason, made into words only for an answer that is shown
+/// (`verify` asks thousands of times and shows none of them).
+pub fn choose_allocator(
+    backend: ConvBackend,
+    os: Os,
+    env: &EnvSnapshot,
+    defaults: &[AllocatorDefault],
+    fallback: Allocator,
+) -> (Allocator, AllocatorWhy) {
+    let rocm_first = backend.is_rocm().then_some(HIP_ALLOC_VAR);
+    for var in rocm_first.into_iter().chain(ALLOC_VARS.iter().copied()) {
         if let Some(val) = env.vars.get(var).filter(|v| !v.trim().is_empty()) {
             if let Some(a) = Allocator::from_conf(val) {
-                return Detected { value: a, from: format!("{var}={val}").into() };
+                return (a, AllocatorWhy::Var { var, val: val.clone() });
             }
             // The first variable set is the one PyTorch reads; if it names
             // no allocator, the platform default applies.
-            let d = platform_default(backend, os, defaults, fallback);
-            return Detected { value: d.value, from: format!("{var}={val} names no allocator; {}", d.from).into() };
+            let (value, default) = platform_default(backend, os, defaults, fallback);
+            return (value, AllocatorWhy::VarNamesNone { var, val: val.clone(), default });
         }
     }
-    platform_default(backend, os, defaults, fallback)
+    let (value, default) = platform_default(backend, os, defaults, fallback);
+    (value, AllocatorWhy::Default(default))
+}
+
+/// Why [`choose_allocator`] chose what it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllocatorWhy {
+    /// An allocator variable named it.
+    Var { var: &'static str, val: String },
+    /// The first variable set names no allocator: the default applies.
+    VarNamesNone { var: &'static str, val: String, default: PlatformDefault },
+    /// No variable is set.
+    Default(PlatformDefault),
+}
+
+/// Where the default allocator comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformDefault {
+    /// The policy's default for this backend and OS.
+    Policy(ConvBackend, Os),
+    /// Nothing configured: PyTorch's own.
+    PyTorch,
+}
+
+impl PlatformDefault {
+    fn text(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            PlatformDefault::Policy(backend, os) => format!("platform default for {backend} on {os} (policy)").into(),
+            PlatformDefault::PyTorch => "nothing configured: PyTorch's default".into(),
+        }
+    }
+}
+
+impl AllocatorWhy {
+    /// The reason in words, as an answer shows it.
+    pub fn text(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            AllocatorWhy::Var { var, val } => format!("{var}={val}").into(),
+            AllocatorWhy::VarNamesNone { var, val, default } => {
+                format!("{var}={val} names no allocator; {}", default.text()).into()
+            }
+            AllocatorWhy::Default(d) => d.text(),
+        }
+    }
 }
 
 fn platform_default(
@@ -92,12 +145,10 @@ fn platform_default(
     os: Os,
     defaults: &[AllocatorDefault],
     fallback: Allocator,
-) -> Detected<Allocator> {
+) -> (Allocator, PlatformDefault) {
     match defaults.iter().find(|d| d.conv_backend == backend && d.os == os) {
-        Some(d) => {
-            Detected { value: d.allocator, from: format!("platform default for {backend} on {os} (policy)").into() }
-        }
-        None => Detected { value: fallback, from: "nothing configured: PyTorch's default".into() },
+        Some(d) => (d.allocator, PlatformDefault::Policy(backend, os)),
+        None => (fallback, PlatformDefault::PyTorch),
     }
 }
 
