@@ -210,7 +210,12 @@ impl FromStr for Allocator {
     /// A canonical name, or a conf string that names one (`backend:native`
     /// names the native allocator here, where a name is asked for).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        // Copied only when there are spaces to drop (a CSV gives one per row).
+        let t: std::borrow::Cow<str> = if s.chars().any(char::is_whitespace) {
+            s.chars().filter(|c| !c.is_whitespace()).collect::<String>().into()
+        } else {
+            s.into()
+        };
         let named = Allocator::ALL.iter().copied().find(|a| {
             t.eq_ignore_ascii_case(a.as_str())
                 || t.eq_ignore_ascii_case("expandable-segments") && *a == Allocator::ExpandableSegments

@@ -181,12 +181,27 @@ impl Row for Fields {
 /// One shared copy of each repeated string of the points one input makes.
 #[derive(Default)]
 pub struct Interners {
+    /// Each name a row gave for its family or model, resolved once.
+    families: std::collections::HashMap<Box<str>, Option<Text>>,
     pub(super) vae: Interner,
     pub(super) model: Interner,
     pub(super) source: Interner,
     pub(super) device: Interner,
     pub(super) torch: Interner,
     pub(super) note: Interner,
+}
+
+impl Interners {
+    /// The family `name` stands for in the registry (the registry walks
+    /// every family and model per name; a large CSV gives few names).
+    fn family(&mut self, registry: &Registry, name: &str) -> Option<Text> {
+        if let Some(f) = self.families.get(name) {
+            return f.clone();
+        }
+        let f = registry.resolve(name).map(|f| self.vae.intern(f));
+        self.families.insert(name.into(), f.clone());
+        f
+    }
 }
 
 /// Converts one row into a validated point. Every error names the row and column.
@@ -218,7 +233,7 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
         None => Os::Any,
         Some(v) => parse_vocab(v, Col::Os, at)?,
     };
-    let vae = resolve_family(get(Col::Vae), get(Col::Model), at, registry)?;
+    let vae = resolve_family(get(Col::Vae), get(Col::Model), at, registry, texts)?;
     let op = parse_vocab(vocab(Col::Op)?, Col::Op, at)?;
     let tile = match get(Col::Tile) {
         None => 0,
@@ -274,7 +289,7 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
 
     let mut point = Point {
         id: Text::default(),
-        key: LineKey { vae: texts.vae.intern(vae), op, tile, conv_backend, allocator, os, dtype },
+        key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
         model: get(Col::Model).map(|m| texts.model.intern(m)),
         loaded_dtype,
         width,
@@ -317,20 +332,21 @@ fn parse_bytes_field(v: &str) -> Result<u64, DecimalError> {
     t.parse::<u64>().map_err(|_| DecimalError::TooLarge)
 }
 
-fn resolve_family<'r>(
+fn resolve_family(
     vae: Option<&str>,
     model: Option<&str>,
     at: &RowOrigin,
-    registry: &'r Registry,
-) -> Result<&'r str> {
+    registry: &Registry,
+    texts: &mut Interners,
+) -> Result<Text> {
     let unknown = |col: &str, v: &str| {
         anyhow::anyhow!(
             "{at}: {col}: unknown {col} '{v}' (registered: {}; add it under [vae] in fits/policy.toml)",
             registry.describe()
         )
     };
-    let from_vae = vae.map(|v| registry.resolve(v).ok_or_else(|| unknown("vae", v))).transpose()?;
-    let from_model = model.and_then(|m| registry.resolve(m));
+    let from_vae = vae.map(|v| texts.family(registry, v).ok_or_else(|| unknown("vae", v))).transpose()?;
+    let from_model = model.and_then(|m| texts.family(registry, m));
     match (from_vae, from_model) {
         (Some(v), Some(m)) if v != m => {
             bail!("{at}: model: model '{}' belongs to family '{m}', but vae says '{v}'", model.unwrap_or_default())
