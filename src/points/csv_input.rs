@@ -212,10 +212,10 @@ impl Input<'_> {
 
 /// The number of physical lines in some text (see [`physical_lines`]).
 fn count_lines(text: &[u8]) -> u64 {
-    if text.contains(&b'\r') {
+    if memchr::memchr(b'\r', text).is_some() {
         return physical_lines(text, 0).count() as u64;
     }
-    let ends = text.iter().filter(|b| **b == b'\n').count() as u64;
+    let ends = memchr::memchr_iter(b'\n', text).count() as u64;
     ends + u64::from(text.last().is_some_and(|b| *b != b'\n'))
 }
 
@@ -283,7 +283,7 @@ fn physical_lines(bytes: &[u8], first: u64) -> impl Iterator<Item = (u64, &[u8],
             return None;
         }
         number = number.wrapping_add(1);
-        let end = rest.iter().position(|b| *b == b'\n' || *b == b'\r').unwrap_or(rest.len());
+        let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
         let line = &rest[..end];
         let skip = match (rest.get(end), rest.get(end + 1)) {
             (Some(b'\r'), Some(b'\n')) => 2,
@@ -362,7 +362,7 @@ fn split_fields<'a>(
                 ),
             }
         } else {
-            let end = bytes[at..].iter().position(|b| *b == b',').map_or(bytes.len(), |p| at + p);
+            let end = memchr::memchr(b',', &bytes[at..]).map_or(bytes.len(), |p| at + p);
             fields.push(Cow::Borrowed(&text[at..end]));
             if end == bytes.len() {
                 return Ok(fields);
