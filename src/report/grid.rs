@@ -30,12 +30,6 @@ thread_local! {
     static STYLE: Cell<TableStyle> = const { Cell::new(TableStyle::BOXED) };
 }
 
-/// The style tables are drawn in on this thread now (what a worker drawing
-/// part of a report must be given).
-pub fn current_style() -> TableStyle {
-    STYLE.get()
-}
-
 /// Runs `f` with the tables it draws on this thread in `style` (the CLI
 /// decides it once, from the terminal). The style is restored after.
 pub fn with_style<R>(style: TableStyle, f: impl FnOnce() -> R) -> R {

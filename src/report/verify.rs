@@ -43,37 +43,24 @@ pub(super) fn detail(f: &Finding) -> String {
     s
 }
 
-/// Below this many findings, their tables are drawn on one thread.
-const FEW_FINDINGS: usize = 2_000;
-
-/// Findings grouped by line, one table per line (also used by `fit` and
-/// `emit`). A synthetic or first import can report 10⁵ findings: the
-/// tables are then drawn on every core, in runs of lines holding about as
-/// many findings each, and joined in order (the same bytes as on one).
+/// Findings grouped by line, one table per line (also used by `fit` and `emit`).
 pub(super) fn findings_tables(findings: &[Finding]) -> String {
+    let mut s = String::new();
     let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
     for f in findings {
-        let key = f.line.as_deref().unwrap_or("(whole files)");
+        let key = f.line.clone().unwrap_or_else(|| "(whole files)".into());
         match groups.last_mut() {
             Some((k, v)) if *k == key => v.push(f),
-            _ => groups.push((key.to_string(), vec![f])),
+            _ => groups.push((key, vec![f])),
         }
     }
-    let threads = if findings.len() < FEW_FINDINGS { 1 } else { crate::par::cores() };
-    let style = super::grid::current_style();
-    let runs = crate::par::balanced(&groups, |(_, fs)| fs.len(), threads);
-    let drawn =
-        crate::par::map(runs, |run| super::with_style(style, || run.iter().map(line_table).collect::<String>()));
-    drawn.concat()
-}
-
-/// One line's findings: its key, then their table.
-fn line_table((key, fs): &(String, Vec<&Finding>)) -> String {
-    let rows =
-        fs.iter().map(|f| vec![f.code.to_string(), f.file.to_string(), f.points.join("\n"), detail(f)]).collect();
-    let mut s = format!("{key}\n");
-    s.push_str(&grid(&["code", "file", "points", "finding"], rows, &[]));
-    s.push('\n');
+    for (key, fs) in groups {
+        s.push_str(&format!("{key}\n"));
+        let rows =
+            fs.iter().map(|f| vec![f.code.to_string(), f.file.to_string(), f.points.join("\n"), detail(f)]).collect();
+        s.push_str(&grid(&["code", "file", "points", "finding"], rows, &[]));
+        s.push('\n');
+    }
     s
 }
 
@@ -111,47 +98,5 @@ impl Report for VerifyReport {
         let mut s = markdown_table(&["code", "line", "points", "finding"], &rows);
         s.push_str(&format!("\n{}\n", summary(self)));
         Some(s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::findings::Code;
-    use crate::report::{with_style, TableStyle};
-
-    /// Many findings over lines of uneven size: drawn on every core, the
-    /// tables are the bytes drawn one line at a time on this thread, in
-    /// the caller's style (a worker thread starts with the default one).
-    #[test]
-    fn tables_drawn_in_parts_are_the_tables_drawn_in_line() {
-        let mut findings = Vec::new();
-        for line in 0..23 {
-            for j in 0..(line * 37) % 401 + 1 {
-                let f =
-                    Finding::new(Code::RatioBound, "fits/policy.toml", format!("point p-{line}-{j} is over"), "fix it")
-                        .line(format!("sd/decode/{line}/cudnn/native/any/fp16"))
-                        .values("≤ 1.3", format!("1.{j}"));
-                findings.push(f);
-            }
-        }
-        findings.push(Finding::new(Code::Coverage, "fits/vae.json", "a whole-file finding", "look"));
-        assert!(findings.len() >= FEW_FINDINGS, "{}", findings.len());
-        for style in [TableStyle::PLAIN, TableStyle::BOXED, TableStyle { boxed: true, width: Some(80) }] {
-            let drawn = with_style(style, || findings_tables(&findings));
-            let one_by_one: String = with_style(style, || {
-                let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
-                for f in &findings {
-                    let key = f.line.clone().unwrap_or_else(|| "(whole files)".into());
-                    match groups.last_mut() {
-                        Some((k, v)) if *k == key => v.push(f),
-                        _ => groups.push((key, vec![f])),
-                    }
-                }
-                groups.iter().map(line_table).collect()
-            });
-            assert_eq!(drawn, one_by_one);
-            assert_eq!(drawn.contains('│'), style.boxed);
-        }
     }
 }
