@@ -88,6 +88,12 @@ pub struct Policy {
     /// visible decision with its reason, checked to name real points.
     pub keeps: Vec<Listed>,
     pub exceptions: Vec<Listed>,
+    /// The ids of `excludes` and of `exceptions`, for the per-point
+    /// questions (a policy may list hundreds of points, and `verify` asks
+    /// for each of 10^6; a walk of the list per point was quadratic).
+    /// Built with the lists, by the parser, the one place a policy is made.
+    excluded_ids: BTreeSet<String>,
+    excepted_ids: BTreeSet<String>,
     pub carries: Vec<Carry>,
     pub os_specific: Vec<OsSpecific>,
     pub allocator_defaults: Vec<AllocatorDefault>,
@@ -127,16 +133,35 @@ impl Policy {
     }
 
     pub fn is_excluded(&self, id: &str) -> bool {
-        self.excludes.iter().any(|e| e.id == id)
+        self.excluded_ids.contains(id)
     }
 
     pub fn is_exception(&self, id: &str) -> bool {
-        self.exceptions.iter().any(|e| e.id == id)
+        self.excepted_ids.contains(id)
+    }
+
+    /// The id sets of the excluded and excepted points.
+    pub(super) fn ids_of(list: &[Listed]) -> BTreeSet<String> {
+        list.iter().map(|e| e.id.clone()).collect()
     }
 
     /// Excluded or excepted ids that name no point.
+    /// `points` are the store's, sorted by id: each listed id is looked up
+    /// by halves (a set of 10^6 ids was built on every load before).
     pub fn unknown_ids(&self, points: &[Point]) -> Vec<Problem> {
-        let ids: BTreeSet<&str> = points.iter().map(|p| p.id.as_str()).collect();
+        if self.excludes.is_empty() && self.keeps.is_empty() && self.exceptions.is_empty() {
+            return Vec::new();
+        }
+        let sorted = points.is_sorted_by(|a, b| a.id < b.id);
+        let unsorted: BTreeSet<&str> =
+            if sorted { BTreeSet::new() } else { points.iter().map(|p| p.id.as_str()).collect() };
+        let known = |id: &str| {
+            if sorted {
+                points.binary_search_by(|p| p.id.as_str().cmp(id)).is_ok()
+            } else {
+                unsorted.contains(id)
+            }
+        };
         // An excluded id that names no point is a typo that lets a bad point
         // back in; an exception that names no point is stale.
         let lists = [
@@ -146,7 +171,7 @@ impl Policy {
         ];
         let mut out = Vec::new();
         for (list, table, code) in lists {
-            for e in list.iter().filter(|e| !ids.contains(e.id.as_str())) {
+            for e in list.iter().filter(|e| !known(e.id.as_str())) {
                 out.push(Problem {
                     code,
                     ids: vec![e.id.clone()],
@@ -165,4 +190,35 @@ impl Policy {
 /// Shared with the shipped file, which carries the same pairs.
 pub fn is_os_specific(pairs: &[OsSpecific], backend: ConvBackend, allocator: Allocator) -> bool {
     pairs.iter().any(|o| o.conv_backend == backend && o.allocator.is_none_or(|a| a == allocator))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The id sets answer what the lists answer, for every listed id and
+    /// for ids listed nowhere; unknown ids are found the same way in the
+    /// store's sorted points as in the same points out of order.
+    #[test]
+    fn listed_ids_are_answered_as_the_lists_answer() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let ws = crate::workspace::Workspace::new(root);
+        let policy = ws.policy().unwrap();
+        let points = ws.points(&policy).unwrap();
+        assert!(!policy.excludes.is_empty(), "the shipped policy excludes points");
+        let mut asked: Vec<String> = points.iter().map(|p| p.id.to_string()).collect();
+        asked.extend(policy.excludes.iter().chain(&policy.exceptions).map(|e| e.id.clone()));
+        asked.extend(["".to_string(), "no-such-point".to_string()]);
+        for id in &asked {
+            assert_eq!(policy.is_excluded(id), policy.excludes.iter().any(|e| e.id == *id), "{id}");
+            assert_eq!(policy.is_exception(id), policy.exceptions.iter().any(|e| e.id == *id), "{id}");
+        }
+        // Drop a listed point: it is unknown whether the rest is sorted or not.
+        let gone = policy.excludes[0].id.clone();
+        let mut rest: Vec<_> = points.into_iter().filter(|p| p.id != gone.as_str()).collect();
+        let sorted = policy.unknown_ids(&rest);
+        rest.reverse();
+        let shuffled = policy.unknown_ids(&rest);
+        let ids = |ps: &[super::Problem]| ps.iter().flat_map(|p| p.ids.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&sorted), vec![gone.clone()]);
+        assert_eq!(ids(&shuffled), vec![gone]);
+    }
 }

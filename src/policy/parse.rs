@@ -124,6 +124,8 @@ impl Parser<'_> {
             ratio_bound,
             min_sizes,
             unmeasured,
+            excluded_ids: Policy::ids_of(&excludes),
+            excepted_ids: Policy::ids_of(&exceptions),
             excludes,
             keeps,
             exceptions,
