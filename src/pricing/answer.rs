@@ -1,0 +1,254 @@
+//! A query and its answer: what is asked (`Query`, with `Choice` for
+//! what detection may decide), what comes back (`Price` with its `Rule`,
+//! `Quote` for the numbers alone), and the `Pricer` that answers. The
+//! rules that compute an answer live in the parent module.
+
+use super::platform::{AllocatorWhy, Detected, EnvSnapshot};
+use crate::points::LineKey;
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+use anyhow::Result;
+use serde::Serialize;
+
+/// A choice the user may leave to detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice<T> {
+    Auto,
+    Given(T),
+}
+
+/// One question: what would this run reserve?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// A family (`sd`) or a model name (`sdxl`).
+    pub vae: crate::text::Text,
+    pub op: Op,
+    /// Tile edge; 0 = untiled.
+    pub tile: u32,
+    pub width: u64,
+    pub height: u64,
+    pub batch: u64,
+    /// The dtype the VAE runs in, when given.
+    pub dtype: Option<Dtype>,
+    /// The dtype the weights are loaded in (default: the run dtype).
+    pub loaded_dtype: Option<Dtype>,
+    /// The SD nodes' `fp32` switch (family `sd` only).
+    pub fp32: Option<bool>,
+    pub conv_backend: ConvBackend,
+    pub allocator: Choice<Allocator>,
+    pub os: Choice<Os>,
+}
+
+impl Query {
+    /// A line key's own query at a size, with allocator and OS given and no
+    /// cast: how checks price a point or a line.
+    pub fn at_key(key: &LineKey, width: u64, height: u64, batch: u64) -> Query {
+        Query {
+            vae: key.vae.clone(),
+            op: key.op,
+            tile: key.tile,
+            width,
+            height,
+            batch,
+            dtype: Some(key.dtype),
+            loaded_dtype: None,
+            fp32: None,
+            conv_backend: key.conv_backend,
+            allocator: Choice::Given(key.allocator),
+            os: Choice::Given(key.os),
+        }
+    }
+}
+
+/// Which rule set the price.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The query's own fitted line.
+    FittedLine,
+    /// The query's own carried line.
+    CarriedLine,
+    /// No line for the key: the largest same-(vae, op, tile, dtype) line.
+    UnmeasuredRule,
+    /// The key keeps its OS (an OS-specific backend), and the line of the
+    /// same platform measured without a published OS prices it: that line
+    /// is a lower bound for every OS, so it prices a key with no line of its
+    /// own, and one whose own line lies below it.
+    AnyOsLine,
+    /// No line, and the legacy estimate was higher than any line (or no line exists).
+    LegacyFloor,
+    /// `--legacy`: the v1 estimator alone.
+    Legacy,
+}
+
+impl Rule {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::FittedLine => "fitted line",
+            Rule::CarriedLine => "carried line",
+            Rule::AnyOsLine => "line measured without an OS",
+            Rule::UnmeasuredRule => "unmeasured rule",
+            Rule::LegacyFloor => "legacy floor",
+            Rule::Legacy => "legacy estimator",
+        }
+    }
+}
+
+/// A shipped slope in hundredths of a byte per pixel, shown (and written
+/// as JSON) as the decimal with two places; formatted only when shown, so
+/// the 10^6 pricings of `verify` format none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slope(pub u64);
+
+impl std::fmt::Display for Slope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::lines::slope_text(self.0))
+    }
+}
+
+/// In a schema: the decimal with two places.
+impl schemars::JsonSchema for Slope {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Slope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$" })
+    }
+}
+
+impl Serialize for Slope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The answer, with everything needed to explain it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Price {
+    /// The reservation, bytes.
+    pub bytes: u64,
+    /// The reservation in MiB, rounded up.
+    pub mib: u64,
+    /// Which rule priced it.
+    pub rule: Rule,
+    /// The query's key (resolved family, run dtype, detected allocator and OS).
+    pub line: LineKey,
+    /// The line whose formula set the price (for the unmeasured rule: the largest one).
+    pub priced_by: Option<LineKey>,
+    /// That line's slope, B/px, two decimals.
+    pub slope: Option<Slope>,
+    /// That line's base, MiB.
+    pub base_mib: Option<u64>,
+    /// `width × height × batch`.
+    pub pixels: u64,
+    /// The line's price before cast growth, bytes.
+    pub line_bytes: Option<u64>,
+    /// Weight growth of a cast (loaded narrower than run), bytes.
+    pub weight_growth_bytes: u64,
+    /// The legacy estimate, where it was consulted.
+    pub legacy_bytes: Option<u64>,
+    /// Whether `pixels` lies outside the pricing line's measured size range.
+    pub extrapolated: bool,
+    /// The pricing line's measured size range, pixels.
+    pub size_range: Option<[u64; 2]>,
+    /// The dtype the VAE runs in and why.
+    pub run_dtype: Detected<Dtype>,
+    /// The dtype the weights are loaded in.
+    pub loaded_dtype: Dtype,
+    /// The allocator and where it came from.
+    pub allocator: Detected<Allocator>,
+    /// The OS and where it came from.
+    pub os: Detected<Os>,
+    /// The tile asked for when it was not the tile priced: a tile at least
+    /// as large as both sides of the image does nothing, so the untiled key
+    /// prices it (null otherwise).
+    pub tile_asked: Option<u32>,
+    /// Warnings a user should read (extrapolation, …).
+    pub warnings: Vec<String>,
+}
+
+impl Price {
+    /// Why this answer is an estimate rather than a measured line at a
+    /// measured size: the unmeasured rule, the legacy floor or the legacy
+    /// estimator, or a size outside the line's measured range. Empty when the
+    /// answer rests on a fitted or carried line inside its range. This is
+    /// what `--strict` refuses.
+    pub fn estimates(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.rule {
+            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine => {}
+            Rule::UnmeasuredRule | Rule::LegacyFloor => {
+                out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
+            }
+            Rule::Legacy => out.push(format!("{} is priced by the legacy estimator", self.line)),
+        }
+        if self.extrapolated {
+            out.push(format!("{} px lies outside the measured range of the line that priced it", self.pixels));
+        }
+        out
+    }
+}
+
+/// The answer of `reserve`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ReserveReport {
+    #[serde(flatten)]
+    pub price: Price,
+    /// Which coefficients priced it.
+    pub coefficients: String,
+}
+
+/// Prices a query. Verify takes this as a parameter so a test can hand it a
+/// deliberately broken pricer and see the check catch it. `Sync`: verify
+/// prices 10^6 points on every core.
+pub trait Pricer: Sync {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price>;
+
+    /// The reservation, the rule that set it and the query's key, without
+    /// the explanation (no strings are made): what `verify`'s thousands of
+    /// pricings compare. The default answers through [`Pricer::price`], so
+    /// a pricer that implements only `price` is audited exactly as before;
+    /// the real one shares every number with `price` (a test compares the
+    /// two over every line, rule, dtype, batch, allocator and OS).
+    fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
+        self.price(q, env).map(|p| Quote { bytes: p.bytes, rule: p.rule, line: p.line })
+    }
+}
+
+/// The numbers of an answer (see [`Pricer::quote`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quote {
+    pub bytes: u64,
+    pub rule: Rule,
+    pub line: LineKey,
+}
+
+/// A query's key and how each part of it was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub key: LineKey,
+    pub run: Detected<Dtype>,
+    pub allocator: ChosenAllocator,
+    pub os: Detected<Os>,
+}
+
+/// The allocator and why: given by flag, or detected. The reason is made
+/// into words only for an answer that is shown ([`ChosenAllocator::detected`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenAllocator {
+    pub value: Allocator,
+    /// None: given by flag.
+    pub why: Option<AllocatorWhy>,
+}
+
+impl ChosenAllocator {
+    /// The allocator with its reason in words.
+    pub fn detected(&self) -> Detected<Allocator> {
+        let from = self.why.as_ref().map_or("flag".into(), AllocatorWhy::text);
+        Detected { value: self.value, from }
+    }
+}
