@@ -60,21 +60,9 @@ pub struct Detected<T> {
     pub from: std::borrow::Cow<'static, str>,
 }
 
-/// The allocator PyTorch would use on this platform.
-pub fn detect_allocator(
-    backend: ConvBackend,
-    os: Os,
-    env: &EnvSnapshot,
-    defaults: &[AllocatorDefault],
-    fallback: Allocator,
-) -> Detected<Allocator> {
-    let (value, why) = choose_allocator(backend, os, env, defaults, fallback);
-    Detected { value, from: why.text() }
-}
-
-/// [`detect_allocator`] without its explanation in words: the allocator
-/// and the reason, made into words only for an answer that is shown
-/// (`verify` asks thousands of times and shows none of them).
+/// The allocator PyTorch would use on this platform, and why: the reason
+/// is made into words ([`AllocatorWhy::text`]) only for an answer that is
+/// shown (`verify` asks thousands of times and shows none of them).
 pub fn choose_allocator(
     backend: ConvBackend,
     os: Os,
@@ -170,7 +158,8 @@ mod tests {
     }
 
     fn detect(backend: ConvBackend, os: Os, env: &EnvSnapshot) -> Detected<Allocator> {
-        detect_allocator(backend, os, env, &defaults(), Allocator::Native)
+        let (value, why) = choose_allocator(backend, os, env, &defaults(), Allocator::Native);
+        Detected { value, from: why.text() }
     }
 
     #[test]
