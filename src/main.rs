@@ -2,14 +2,10 @@
 //! into [`vramfit::cli::run_from`], its result into the exit code (0
 //! success, 1 findings, 2 usage or input error).
 
-/// mimalloc keeps the pages it has touched for reuse: with glibc's
-/// allocator, a command on 10^5 points spent a third of its time in the
-/// kernel faulting pages in for its worker threads' arenas. It is built
-/// without transparent huge pages (`no_thp` in Cargo.toml): with them each
-/// first touch zeroed 2 MiB, a fifth of a small command's time, and peak
-/// memory at 10^6 points varied by 200 MiB from run to run.
+/// The C library's allocator for a small command, mimalloc for a large
+/// one: each costs the other kind of command time (`vramfit::alloc`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: vramfit::alloc::Hybrid = vramfit::alloc::Hybrid::new();
 
 fn main() -> std::process::ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
