@@ -608,9 +608,9 @@ impl Pricer for OwnOsLineOnly {
         }
         // What a pricer without the rule answers: the key's own line if it
         // has one, else the unmeasured rule's largest same-kind line.
-        let mut own = self.0.clone();
-        own.lines.remove(p.priced_by.as_ref().unwrap());
-        own.price(q, env)
+        let mut file = self.0.file.clone();
+        file.lines.retain(|l| Some(&l.key) != p.priced_by.as_ref());
+        Coefficients::new(file, self.0.source.clone())?.price(q, env)
     }
 }
 
@@ -648,7 +648,7 @@ fn quote_and_price_agree_on_every_rule() {
             EnvSnapshot::default().on(Os::Linux),
             EnvSnapshot::default().with("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync").on(Os::Windows),
         ];
-        let mut keys: Vec<vramfit::points::LineKey> = c.lines.keys().cloned().collect();
+        let mut keys: Vec<vramfit::points::LineKey> = c.file.lines.iter().map(|l| l.key.clone()).collect();
         keys.extend(c.file.insufficient.iter().map(|l| l.key.clone()));
         for family in ["sd3", "cogview4", "nonexistent"] {
             keys.push(vramfit::points::LineKey { vae: family.into(), ..keys[0].clone() });

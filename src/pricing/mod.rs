@@ -18,6 +18,7 @@ use crate::registry::Registry;
 use crate::vocab::{Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
 use platform::{choose_allocator, detect_os, Detected, EnvSnapshot};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// One line's shipped values.
@@ -36,12 +37,20 @@ impl LineCoef {
 }
 
 /// The shipped coefficients, indexed for pricing.
+///
+/// `verify` prices thousands of queries on the shipped data (10^6 at
+/// scale), so every index a pricing consults is a hash map with rustc's
+/// Fx hash: SipHash and a B-tree walk comparing family names were a third
+/// of its floor check. Nothing iterates over these maps, so their order
+/// never reaches an answer; where order matters (the unmeasured rule's
+/// candidates) it is the lines' key order, kept in a vector.
 #[derive(Debug, Clone)]
 pub struct Coefficients {
     pub file: CoefficientsFile,
-    pub lines: BTreeMap<LineKey, LineCoef>,
     /// Which file priced it (a path, or `embedded`).
     pub source: String,
+    /// Each line's values by its key.
+    lines: FxHashMap<LineKey, LineCoef>,
     /// The file's registry, built once (every pricing resolves a family).
     registry: Registry,
     /// [`Coefficients::known_tiles`], built once (every pricing checks its tile).
@@ -53,11 +62,11 @@ pub struct Coefficients {
     /// resolves a family and builds a key, and `verify` makes 10^6 of them
     /// (the registry's walk compared each name with every family and model,
     /// and a key's name was allocated each time).
-    names: std::collections::HashMap<String, crate::text::Text>,
+    names: FxHashMap<String, crate::text::Text>,
     /// The lines of each (family, op, tile, dtype), in key order: the
     /// unmeasured rule's candidates (a walk of every line per pricing was
     /// most of the thousands of floor pricings `verify` makes).
-    by_use: std::collections::HashMap<Use, Vec<(LineKey, LineCoef)>>,
+    by_use: FxHashMap<Use, Vec<(LineKey, LineCoef)>>,
 }
 
 /// What the unmeasured rule matches a query's lines by: family, op, tile, dtype.
@@ -65,7 +74,8 @@ type Use = (crate::text::Text, Op, u32, Dtype);
 
 impl Coefficients {
     pub fn new(file: CoefficientsFile, source: String) -> Result<Coefficients> {
-        let mut lines = BTreeMap::new();
+        // In key order, so that each family's candidates are too.
+        let mut sorted: BTreeMap<&LineKey, LineCoef> = BTreeMap::new();
         for l in &file.lines {
             let coef = LineCoef {
                 slope_centi: l.slope_centi()?,
@@ -73,18 +83,19 @@ impl Coefficients {
                 carried: l.kind == crate::lines::LineKind::Carried,
                 size_range: l.size_range,
             };
-            if lines.insert(l.key.clone(), coef).is_some() {
+            if sorted.insert(&l.key, coef).is_some() {
                 bail!("{source}: line {} appears twice", l.key);
             }
         }
         let registry = Registry(file.registry.clone());
         let known_tiles = tiles_of(&file);
-        let measured_families = lines.keys().map(|k| k.vae.clone()).collect();
+        let measured_families = sorted.keys().map(|k| k.vae.clone()).collect();
         let names = names_of(&registry);
-        let mut by_use: std::collections::HashMap<Use, Vec<(LineKey, LineCoef)>> = std::collections::HashMap::new();
-        for (k, c) in &lines {
-            by_use.entry((k.vae.clone(), k.op, k.tile, k.dtype)).or_default().push((k.clone(), c.clone()));
+        let mut by_use: FxHashMap<Use, Vec<(LineKey, LineCoef)>> = FxHashMap::default();
+        for (k, c) in &sorted {
+            by_use.entry((k.vae.clone(), k.op, k.tile, k.dtype)).or_default().push(((*k).clone(), c.clone()));
         }
+        let lines = sorted.into_iter().map(|(k, c)| (k.clone(), c)).collect();
         Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, names, by_use })
     }
 
@@ -373,8 +384,8 @@ impl Coefficients {
 /// Each name [`Registry::resolve`] accepts, in ASCII lower case, to the
 /// family it resolves to: families in the registry's order, the first to
 /// claim a name keeping it (as the registry's walk finds the first).
-fn names_of(registry: &Registry) -> std::collections::HashMap<String, crate::text::Text> {
-    let mut names = std::collections::HashMap::new();
+fn names_of(registry: &Registry) -> FxHashMap<String, crate::text::Text> {
+    let mut names = FxHashMap::default();
     for (family, entry) in &registry.0 {
         let text = crate::text::Text::from(family.as_str());
         for name in std::iter::once(family).chain(&entry.models) {
