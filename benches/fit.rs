@@ -5,9 +5,6 @@
 use std::path::PathBuf;
 use vramfit::fit::{envelope, round, FitPoint};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     divan::main();
 }

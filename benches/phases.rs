@@ -2,16 +2,14 @@
 //! CSV, merge into the store, write the store, load it, group, fit, assemble
 //! the lines, verify; and the whole pipeline (ingest → emit → verify). The
 //! data is generated here, the same on every run. Run with
-//! `cargo bench --bench phases`. The allocator is the binary's.
+//! `cargo bench --bench phases`. The allocator is the binary's: the C
+//! library's.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use vramfit::fit::{envelope, FitPoint};
 use vramfit::points::{csv_input, merge, store};
 use vramfit::workspace::Workspace;
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     divan::main();

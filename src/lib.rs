@@ -4,12 +4,11 @@
 //! Data flows one way (`docs/DESIGN.md`, "The house"), floor by floor, and no
 //! module uses one on its own floor or above (`tests/architecture.rs` checks
 //! it): the ground ([`exact`], [`vocab`], [`registry`], [`findings`],
-//! [`fsio`], [`text`], [`par`], [`alloc`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
+//! [`fsio`], [`text`], [`par`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
 //! [`coefficients`] (the shipped file) → [`pricing`] → [`verify`], [`plan`]
 //! → [`commands`], [`report`] → [`cli`].
 
-pub mod alloc;
 pub mod cli;
 pub mod coefficients;
 pub mod commands;

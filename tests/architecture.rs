@@ -16,7 +16,6 @@ const FLOORS: &[(&str, u32)] = &[
     ("fsio", 0),
     ("text", 0),
     ("par", 0),
-    ("alloc", 0),
     ("progress", 0),
     ("units", 1),
     ("fit", 1),
