@@ -2,11 +2,12 @@
 //! into [`vramfit::cli::run_from`], its result into the exit code (0
 //! success, 1 findings, 2 usage or input error).
 //!
-//! The allocator is the C library's: mimalloc, tried in two ways, cost
-//! every small command 0.2 ms of start-up for 3–9 % at 10^6 points (README,
-//! "Decisions").
+//! The allocator is the C library's, set up by [`vramfit::heap::tune`]:
+//! mimalloc, tried in two ways, cost every small command 0.2 ms of
+//! start-up for 3–9 % at 10^6 points (README, "Decisions").
 
 fn main() -> std::process::ExitCode {
+    vramfit::heap::tune();
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
     let env = vramfit::pricing::platform::EnvSnapshot::from_process();
     let terminal = vramfit::cli::terminal::Terminal::detect();

@@ -16,6 +16,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("fsio", 0),
     ("text", 0),
     ("par", 0),
+    ("heap", 0),
     ("progress", 0),
     ("units", 1),
     ("fit", 1),
