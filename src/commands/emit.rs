@@ -59,6 +59,10 @@ pub fn fresh(root: &Path, purpose: Purpose) -> Result<Fresh> {
         || verify::run_fresh(&inp, &groups, file, &pricer).findings,
     );
     let (bytes, shown) = made?;
+    // The points are freed beside what the command does next.
+    drop(groups);
+    let items = inp.points.len();
+    crate::par::drop_later(inp, items);
     Ok(Fresh { lines: shown, file: pricer.file, bytes, findings })
 }
 
