@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use vramfit::fit::{envelope, round, FitPoint};
 
 fn main() {
+    // The allocator set up as the binary sets it up.
+    vramfit::heap::tune();
     divan::main();
 }
 

@@ -3,7 +3,7 @@
 //! the lines, verify; and the whole pipeline (ingest → emit → verify). The
 //! data is generated here, the same on every run. Run with
 //! `cargo bench --bench phases`. The allocator is the binary's: the C
-//! library's.
+//! library's, set up by `vramfit::heap::tune`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -12,6 +12,8 @@ use vramfit::points::{csv_input, merge, store};
 use vramfit::workspace::Workspace;
 
 fn main() {
+    // The allocator set up as the binary sets it up.
+    vramfit::heap::tune();
     divan::main();
 }
 
