@@ -5,19 +5,13 @@
 //! again, zeroed. A command on 10^5 points reads, parses and prices in
 //! batches, so it paid for the same pages many times: keeping up to
 //! 1 GiB of freed memory, and growing a heap 64 MiB at a time, took a
-//! quarter of its page faults away (24.7k → 18.5k for `verify`) and 7–9 %
+//! quarter of its page faults away (24.7k → 18.5k for `verify`) and 4–9 %
 //! of its time (`fit` 163 → 148 ms, `verify` 181 → 168 ms, `emit` 177 →
-//! 166 ms, medians of 10 interleaved). At 10^6 points it made no clear
+//! 166 ms in one round of 10 interleaved runs; 4–9 % in a second). At 10^6 points it made no clear
 //! difference in time and peaked 15–40 MiB higher; a small command touches
 //! no page it would not have (growing by 64 MiB only reserves addresses).
 //!
 //! Elsewhere than glibc the allocator is left as it is.
-
-/// Bytes of freed memory the allocator keeps before it trims a heap.
-pub const KEEP_FREED: i32 = 1 << 30;
-
-/// Bytes a heap grows by beyond what an allocation needs.
-pub const GROW_BY: i32 = 64 << 20;
 
 /// Sets the allocator up for the process (see the module's notes); says
 /// whether the C library took every setting.
@@ -31,6 +25,10 @@ pub fn tune() -> bool {
         // glibc's <malloc.h>.
         const M_TRIM_THRESHOLD: c_int = -1;
         const M_TOP_PAD: c_int = -2;
+        /// Bytes of freed memory the allocator keeps before it trims a heap.
+        const KEEP_FREED: c_int = 1 << 30;
+        /// Bytes a heap grows by beyond what an allocation needs.
+        const GROW_BY: c_int = 64 << 20;
         // SAFETY: mallopt only sets the allocator's parameters, under the
         // allocator's own lock; any thread may call it at any time.
         unsafe { mallopt(M_TRIM_THRESHOLD, KEEP_FREED) == 1 && mallopt(M_TOP_PAD, GROW_BY) == 1 }

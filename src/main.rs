@@ -3,7 +3,7 @@
 //! success, 1 findings, 2 usage or input error).
 //!
 //! The allocator is the C library's, set up by [`vramfit::heap::tune`]:
-//! mimalloc, tried in two ways, cost every small command 0.2 ms of
+//! mimalloc, tried in two ways, cost every small command 0.25 ms of
 //! start-up for 3–9 % at 10^6 points (README, "Decisions").
 
 fn main() -> std::process::ExitCode {
