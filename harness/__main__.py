@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from . import plan as plan_mod
+from . import preflight
 from .run import run_plan
 
 
@@ -33,6 +34,11 @@ def main(argv=None):
         print("error: --out is required (or --dry-run)", file=sys.stderr)
         return 2
     oom_log = a.oom_log or a.out + ".oom.jsonl"
+    if a.device == "cuda":
+        problems = preflight.check({pt.allocator for pt in plan.points})
+        if problems:
+            print("error: %s" % "; ".join(problems), file=sys.stderr)
+            return 2
     try:
         written, oom, skipped = run_plan(plan, a.out, oom_log, a.device, timeout=a.timeout)
     except (ValueError, RuntimeError) as e:

@@ -1,16 +1,20 @@
 """One measurement on a real GPU, in the child process: build the VAE from
 its configuration with random weights (nothing is downloaded), load it and
-the input onto the device, take the baseline, run the op once, and report
-the deltas of PyTorch's peak reserved and allocated memory and of the
-driver's used memory.
+the input onto the device, release the allocator's cache, take the
+baseline, run the op once, and report the deltas of PyTorch's peak
+reserved and allocated memory and of the driver's used memory.
 
-Read against diffusers' sources (`autoencoder_kl.py`,
-`autoencoder_kl_flux2.py`, `autoencoder_kl_qwenimage.py`; the package pins
-0.36.0): the three classes are built with `from_config`; `decode(z).sample`
-takes latents of `latent_channels` (`z_dim`) at an eighth of the image (the
-FLUX.2 patching happens in its pipeline, not its VAE; Qwen-Image's VAE takes
-a frame axis); `encode(x).latent_dist`; tiling as `_tile` says.
+The same functions (`build`, `make_input`, `run_op`, `expected_shape`) run
+the CPU smoke check (`harness/smoke.py`), so the path a GPU run takes is
+the path CI exercises: `from_config` on the diffusers class the config
+names, `decode(z).sample` on latents of `latent_channels` (`z_dim`) at an
+eighth of the image (FLUX.2's 2×2 patching happens in its pipeline, not its
+VAE; the Qwen-Image VAE takes a frame axis), `encode(x).latent_dist.mode()`,
+and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 """
+
+#: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
+VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLWan")
 
 
 def _torch_dtype(torch, name):
@@ -25,9 +29,13 @@ def facts():
 
     props = torch.cuda.get_device_properties(0)
     driver = ""
-    try:
-        driver = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else ""
-    except Exception:  # not every build exposes it
+    try:  # the NVIDIA driver's own version, where NVML is installed
+        import pynvml
+
+        pynvml.nvmlInit()
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+    except Exception:  # no NVML (ROCm, or the package missing): the runtime's version below
         driver = ""
     return {
         "device": props.name,
@@ -42,52 +50,102 @@ def facts():
 def _tile(vae, tile):
     """Tiles of `tile` pixels. The image VAEs (`AutoencoderKL`,
     `AutoencoderKLFlux2`) read `tile_sample_min_size` and the latent tile
-    derived from it (an eighth: four blocks, three downsamples); the
-    video-style ones (`AutoencoderKLQwenImage`, Wan's family) take the tile's
-    height and width in `enable_tiling`."""
+    derived from it (an eighth: three downsamples); the video-style ones
+    (`AutoencoderKLQwenImage`, Wan's family) take the tile's height and
+    width in `enable_tiling`, with a stride of three quarters of it (their
+    default overlap ratio)."""
     import inspect
 
     params = inspect.signature(vae.enable_tiling).parameters
     if "tile_sample_min_height" in params:
-        vae.enable_tiling(tile_sample_min_height=tile, tile_sample_min_width=tile)
+        stride = tile * 3 // 4 // 8 * 8
+        vae.enable_tiling(tile_sample_min_height=tile, tile_sample_min_width=tile,
+                          tile_sample_stride_height=stride, tile_sample_stride_width=stride)
         return
     vae.enable_tiling()
     vae.tile_sample_min_size = tile
     vae.tile_latent_min_size = tile // 8
 
 
-def measure(doc, op, tile, dtype, width, height, batch):
-    """(reserved, allocated, driver) deltas in bytes; raises MemoryError on OOM."""
+def build(doc, dtype, device, tile=0):
+    """The VAE of a family's document, random weights, on `device` in `dtype`."""
     import diffusers
     import torch
 
     config = dict(doc["config"])
-    cls = getattr(diffusers, config.pop("_class_name"))
-    dt = _torch_dtype(torch, dtype)
-    vae = cls.from_config(config).to(device="cuda", dtype=dt).eval()
+    name = config.pop("_class_name")
+    cls = getattr(diffusers, name, None)
+    if cls is None:
+        raise RuntimeError("diffusers %s has no class %s (config of %s)" % (diffusers.__version__, name, doc["family"]))
+    vae = cls.from_config(config).to(device=device, dtype=_torch_dtype(torch, dtype)).eval()
     if tile:
         _tile(vae, tile)
-    channels = config.get("latent_channels", config.get("z_dim", 4))
-    video = cls.__name__ == "AutoencoderKLQwenImage"  # frames on a third axis
-    if op == "decode":
-        shape = [batch, channels, height // 8, width // 8]
-    else:
-        shape = [batch, 3, height, width]
-    if video:
+    return vae
+
+
+def _channels(doc):
+    config = doc["config"]
+    return config.get("latent_channels", config.get("z_dim", 4))
+
+
+def _video(doc):
+    return doc["config"]["_class_name"] in VIDEO_CLASSES
+
+
+def input_shape(doc, op, width, height, batch):
+    """The tensor an op takes: latents at an eighth for a decode, the image for an encode."""
+    shape = [batch, _channels(doc), height // 8, width // 8] if op == "decode" else [batch, 3, height, width]
+    if _video(doc):
         shape.insert(2, 1)
-    x = torch.randn(shape, device="cuda", dtype=dt)
+    return shape
+
+
+def expected_shape(doc, op, width, height, batch):
+    """What the op must return: the image for a decode, the latent mode for an encode."""
+    shape = [batch, 3, height, width] if op == "decode" else [batch, _channels(doc), height // 8, width // 8]
+    if _video(doc):
+        shape.insert(2, 1)
+    return shape
+
+
+def make_input(doc, op, dtype, width, height, batch, device):
+    import torch
+
+    shape = input_shape(doc, op, width, height, batch)
+    return torch.randn(shape, device=device, dtype=_torch_dtype(torch, dtype))
+
+
+def run_op(vae, op, x):
+    """The op as a host runs it: `decode(z).sample` or `encode(x).latent_dist.mode()`."""
+    import torch
+
+    with torch.no_grad():
+        return vae.decode(x).sample if op == "decode" else vae.encode(x).latent_dist.mode()
+
+
+def measure(doc, op, tile, dtype, width, height, batch):
+    """(reserved, allocated, driver) deltas in bytes; raises MemoryError on OOM."""
+    import torch
+
+    vae = build(doc, dtype, "cuda", tile)
+    x = make_input(doc, op, dtype, width, height, batch, "cuda")
     torch.cuda.synchronize()
+    # Whatever loading left in the allocator's cache (casts, copies) would
+    # be reused by the op and hide part of its demand.
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     reserved0 = torch.cuda.memory_reserved()
     allocated0 = torch.cuda.memory_allocated()
     free0, total = torch.cuda.mem_get_info()
     try:
-        with torch.no_grad():
-            out = vae.decode(x).sample if op == "decode" else vae.encode(x).latent_dist.mode()
+        out = run_op(vae, op, x)
         torch.cuda.synchronize()
     except torch.cuda.OutOfMemoryError as e:
         raise MemoryError(str(e)) from None
     free1, _ = torch.cuda.mem_get_info()
+    want = expected_shape(doc, op, width, height, batch)
+    if list(out.shape) != want:
+        raise RuntimeError("%s %s: output %s, expected %s" % (doc["family"], op, list(out.shape), want))
     del out
     reserved = torch.cuda.max_memory_reserved() - reserved0
     allocated = torch.cuda.max_memory_allocated() - allocated0

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from . import __version__, allocators, configs
 from .child import OOM_EXIT
@@ -107,15 +108,30 @@ def row(point, runs, facts, device):
 
 
 def run_plan(plan, out, oom_log, device, python=None, timeout=600, say=print):
-    """Runs every point not yet done; returns (written, oom, skipped)."""
+    """Runs every point not yet done; returns (written, oom, skipped).
+
+    A child that fails (not out of memory: a crash, a timeout) does not stop
+    the plan: its point is reported, the other points of its family under
+    its allocator are passed over (they would fail the same way, and a GPU's
+    minutes are counted), and the rest run. A RuntimeError at the end names
+    every failure, so the exit status still says the plan did not finish."""
     python = python or sys.executable
     done = done_keys(out, oom_log)
     written = oom = skipped = 0
+    failed = {}
     for point in plan.points:
         if point.key() in done:
             skipped += 1
             continue
-        answer, code = run_point(point, device, python, timeout)
+        if (point.family, point.allocator) in failed:
+            continue
+        started = time.monotonic()
+        try:
+            answer, code = run_point(point, device, python, timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            failed[(point.family, point.allocator)] = str(e)
+            say("fail  %s: %s" % (point.key(), str(e)[-600:]))
+            continue
         if code == OOM_EXIT:
             entry = {"key": point.key(), "point": point.__dict__, "device": device, "message": answer.get("oom", "")}
             _append(oom_log, lambda f, new: f.write(json.dumps(entry, sort_keys=True) + "\n"))
@@ -132,5 +148,8 @@ def run_plan(plan, out, oom_log, device, python=None, timeout=600, say=print):
 
         _append(out, write)
         written += 1
-        say("ok    %s  reserved %d B" % (point.key(), answer["reserved"]))
+        say("ok    %s  reserved %d B  (%.1f s)" % (point.key(), answer["reserved"], time.monotonic() - started))
+    if failed:
+        raise RuntimeError("%d written, then failed (the rest of each family under that allocator passed over): %s"
+                           % (written, "; ".join("%s under %s" % k for k in sorted(failed))))
     return written, oom, skipped

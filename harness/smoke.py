@@ -1,0 +1,92 @@
+"""The real path on the CPU: `python3 -m harness.smoke` builds every shipped
+family's VAE from its configuration with random weights through the same
+functions a GPU run uses (`measure.build`, `make_input`, `run_op`), decodes
+and encodes a small image untiled and tiled, and checks each output's shape.
+It measures nothing and writes no rows: a CPU has no device memory to
+read, and vramfit's store is for measurements.
+
+Each config is also loaded against its class's `__init__`: a key the class
+does not take, or a required one the config lacks, fails here rather than
+on a GPU whose minutes are counted.
+"""
+
+import argparse
+import inspect
+import sys
+import time
+
+from . import configs, preflight
+
+#: Image side and tile side of the check, pixels: large enough that a tile
+#: is smaller than the image on every axis, small enough to run in seconds.
+SIDE = 128
+TILE = 64
+
+
+def config_keys_problems(doc):
+    """Keys of the config its class does not take, and required ones it lacks."""
+    import diffusers
+
+    config = dict(doc["config"])
+    cls = getattr(diffusers, config.pop("_class_name"))
+    params = inspect.signature(cls.__init__).parameters
+    taken = {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    required = {n for n in taken if params[n].default is inspect.Parameter.empty}
+    problems = ["unknown key '%s'" % k for k in sorted(set(config) - taken)]
+    problems += ["missing key '%s'" % k for k in sorted(required - set(config))]
+    return problems
+
+
+def check_family(family, dtype="fp32", say=print):
+    """Runs every op of one family on the CPU; returns a list of failures."""
+    from . import measure
+
+    doc = configs.load(family)
+    failures = ["%s: config: %s" % (family, p) for p in config_keys_problems(doc)]
+    if failures:
+        return failures
+    for tile in (0, TILE):
+        vae = measure.build(doc, dtype, "cpu", tile)
+        for op in ("decode", "encode"):
+            started = time.monotonic()
+            x = measure.make_input(doc, op, dtype, SIDE, SIDE, 1, "cpu")
+            try:
+                out = measure.run_op(vae, op, x)
+            except Exception as e:  # any failure of a diffusers call is the finding
+                failures.append("%s %s tile %d: %s: %s" % (family, op, tile, type(e).__name__, e))
+                continue
+            want = measure.expected_shape(doc, op, SIDE, SIDE, 1)
+            if list(out.shape) != want:
+                failures.append("%s %s tile %d: output %s, expected %s" % (family, op, tile, list(out.shape), want))
+                continue
+            say("ok    %-11s %-6s tile %-3d %s  %.1f s" % (family, op, tile, list(out.shape), time.monotonic() - started))
+    return failures
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m harness.smoke", description=__doc__.split("\n\n")[0])
+    p.add_argument("families", nargs="*", help="families to check (default: every shipped config)")
+    a = p.parse_args(argv)
+    missing = preflight.missing_modules(("torch", "diffusers"))
+    if missing:
+        print("error: %s" % preflight.install_hint(missing), file=sys.stderr)
+        return 2
+    import torch
+
+    torch.manual_seed(0)
+    families = a.families or configs.families()
+    failures = []
+    for family in families:
+        try:
+            failures += check_family(family)
+        except ValueError as e:
+            print("error: %s" % e, file=sys.stderr)
+            return 2
+    for f in failures:
+        print("FAIL  %s" % f)
+    print("%d families, %d failures" % (len(families), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
