@@ -79,13 +79,13 @@ fn floor4(num: i128, den: i128) -> String {
 
 #[test]
 fn crossval_by_size_matches_a_brute_force_refit() {
-    let out = vramfit().current_dir(repo()).args(["--format", "json", "crossval"]).output().unwrap();
+    let out = vramfit().current_dir(data_root()).args(["--format", "json", "crossval"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let cv = json_of(&out);
-    let fit = json_of(&vramfit().current_dir(repo()).args(["--format", "json", "fit"]).output().unwrap());
+    let fit = json_of(&vramfit().current_dir(data_root()).args(["--format", "json", "fit"]).output().unwrap());
     assert_eq!(fit["margin"], "0.05");
     let store: serde_json::Value =
-        serde_json::from_slice(&fs::read(repo().join("measurements/vae.json")).unwrap()).unwrap();
+        serde_json::from_slice(&fs::read(data_root().join("measurements/vae.json")).unwrap()).unwrap();
     let by_id: BTreeMap<String, P> = store["points"]
         .as_array()
         .unwrap()
@@ -136,7 +136,7 @@ fn crossval_by_size_matches_a_brute_force_refit() {
 
 #[test]
 fn fail_under_and_by_source() {
-    let run = |args: &[&str]| vramfit().current_dir(repo()).args(args).output().unwrap();
+    let run = |args: &[&str]| vramfit().current_dir(data_root()).args(args).output().unwrap();
     assert_eq!(run(&["crossval", "--fail-under", "99"]).status.code(), Some(1), "97.5% < 99%");
     assert_eq!(run(&["crossval", "--fail-under", "90"]).status.code(), Some(0));
     let j = json_of(&run(&["--format", "json", "crossval", "--by", "source"]));

@@ -4,6 +4,7 @@
 use crate::common::*;
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 
 fn points_by_id(root: &std::path::Path) -> BTreeMap<String, serde_json::Value> {
     let store: serde_json::Value =
@@ -24,10 +25,10 @@ fn reserve(slope: &str, base_mib: u64, x: u64) -> u128 {
 
 #[test]
 fn every_fitted_line_covers_its_points_with_the_margin_at_the_support() {
-    let out = vramfit().arg("--root").arg(repo()).args(["--format", "json", "fit"]).output().unwrap();
+    let out = vramfit().arg("--root").arg(data_root()).args(["--format", "json", "fit"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let j = json_of(&out);
-    let pts = points_by_id(&repo());
+    let pts = points_by_id(&data_root());
     let mut fitted = 0;
     for l in j["lines"].as_array().unwrap() {
         if l["kind"] != "fitted" {
@@ -55,8 +56,8 @@ fn every_fitted_line_covers_its_points_with_the_margin_at_the_support() {
 
 #[test]
 fn the_table_shows_the_json_numbers() {
-    let json = json_of(&vramfit().arg("--root").arg(repo()).args(["--format", "json", "fit"]).output().unwrap());
-    let table = stdout_of(&vramfit().arg("--root").arg(repo()).arg("fit").output().unwrap());
+    let json = json_of(&vramfit().arg("--root").arg(data_root()).args(["--format", "json", "fit"]).output().unwrap());
+    let table = stdout_of(&vramfit().arg("--root").arg(data_root()).arg("fit").output().unwrap());
     for l in json["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
         let key = key_of(l);
         // Through a pipe the table is plain columns (no cell holds a space here).
@@ -74,7 +75,7 @@ fn the_table_shows_the_json_numbers() {
 
 #[test]
 fn the_sdxl_fp16_decode_line_is_the_readme_example() {
-    let j = json_of(&vramfit().arg("--root").arg(repo()).args(["--format", "json", "fit"]).output().unwrap());
+    let j = json_of(&vramfit().arg("--root").arg(data_root()).args(["--format", "json", "fit"]).output().unwrap());
     let l = j["lines"]
         .as_array()
         .unwrap()
@@ -98,7 +99,7 @@ fn the_sdxl_fp16_decode_line_is_the_readme_example() {
 #[test]
 fn emit_reproduces_the_shipped_file_and_check_passes() {
     let root = scratch();
-    let shipped = fs::read(repo().join("fits/vae.json")).unwrap();
+    let shipped = fs::read(data_root().join("fits/vae.json")).unwrap();
     fs::remove_file(root.path().join("fits/vae.json")).unwrap();
     vramfit().arg("--root").arg(root.path()).arg("emit").assert().code(0);
     assert_eq!(fs::read(root.path().join("fits/vae.json")).unwrap(), shipped);
@@ -249,16 +250,17 @@ fn policy_toml_syntax_error_names_the_file_and_line() {
     policy_error(|t| t.replace("min_sizes = 3", "min_sizes = = 3"), "policy.toml: TOML parse error at line 6");
 }
 
-#[test]
-fn an_independent_python_fit_agrees_to_the_last_digit() {
+/// The fitted lines of `root` as an independent Python refit computes them,
+/// beside the ones its `fits/vae.json` ships.
+fn python_refit_and_shipped(root: &Path) -> (BTreeMap<String, serde_json::Value>, BTreeMap<String, serde_json::Value>) {
     let out = std::process::Command::new("python3")
         .arg(repo().join("tests/python/vramfit_refit.py"))
-        .arg(repo())
+        .arg(root)
         .output()
         .expect("python3 is needed for the cross-check");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let py: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let shipped: serde_json::Value = serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let shipped: serde_json::Value = serde_json::from_slice(&fs::read(root.join("fits/vae.json")).unwrap()).unwrap();
     let mut rust = BTreeMap::new();
     for l in shipped["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
         let key = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
@@ -268,6 +270,19 @@ fn an_independent_python_fit_agrees_to_the_last_digit() {
             .join("/");
         rust.insert(key, serde_json::json!([l["slope"], l["base_mib"]]));
     }
+    (py, rust)
+}
+
+#[test]
+fn an_independent_python_fit_agrees_to_the_last_digit() {
+    let (py, rust) = python_refit_and_shipped(&data_root());
     assert_eq!(rust.len(), 18);
     assert_eq!(py, rust);
+}
+
+#[test]
+fn the_shipped_lines_agree_with_the_independent_python_fit_whatever_the_data() {
+    let (py, rust) = python_refit_and_shipped(&repo());
+    assert!(!rust.is_empty());
+    assert_eq!(py, rust, "fits/vae.json against tests/python/vramfit_refit.py on measurements/ and fits/policy.toml");
 }

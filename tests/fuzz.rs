@@ -252,7 +252,7 @@ fn rooted(root: &Path, a: &[&str]) -> Vec<String> {
 
 #[test]
 fn mutated_measurement_csvs() {
-    let raw = [repo().join("measurements/raw/invokeai-pr7673-pr7674.csv"), fixture("ingest/good.csv")];
+    let raw = [data_root().join("measurements/raw/invokeai-pr7673-pr7674.csv"), fixture("ingest/good.csv")];
     let bases: Vec<&Path> = raw.iter().map(|p| p.as_path()).collect();
     fuzz(0xC5F, "in.csv", &bases, false, &|_, r| {
         let f = r.join("in.csv").display().to_string();
@@ -285,7 +285,7 @@ fn mutated_invokeai_benchmark_json() {
 
 #[test]
 fn mutated_points_stores() {
-    let store = repo().join("measurements/vae.json");
+    let store = data_root().join("measurements/vae.json");
     fuzz(0x5707E, "measurements/vae.json", &[store.as_path()], true, &|case, r| {
         let mut c = vec![rooted(r, &["points"])];
         if case % 6 == 0 {
@@ -298,7 +298,7 @@ fn mutated_points_stores() {
 
 #[test]
 fn mutated_policies() {
-    let policy = repo().join("fits/policy.toml");
+    let policy = data_root().join("fits/policy.toml");
     fuzz(0x9011C7, "fits/policy.toml", &[policy.as_path()], false, &|case, r| {
         let mut c = vec![rooted(r, &["points", "--vae", "sdxl"])];
         if case % 6 == 0 {
@@ -311,7 +311,7 @@ fn mutated_policies() {
 
 #[test]
 fn mutated_coefficient_files() {
-    let shipped = repo().join("fits/vae.json");
+    let shipped = data_root().join("fits/vae.json");
     fuzz(0xC0EF, "fits/vae.json", &[shipped.as_path()], true, &|case, r| {
         let f = r.join("fits/vae.json").display().to_string();
         let mut c = vec![

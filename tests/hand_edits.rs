@@ -10,7 +10,7 @@ use vramfit::pricing::{Choice, Coefficients, Pricer, Query};
 use vramfit::vocab::{ConvBackend, Dtype, Op, Os};
 
 fn shipped() -> Value {
-    serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap()
+    serde_json::from_slice(&fs::read(data_root().join("fits/vae.json")).unwrap()).unwrap()
 }
 
 fn write_json(path: &Path, v: &Value) {
@@ -153,7 +153,7 @@ fn each_reviewer_edit_is_caught_with_its_path() {
         set(&mut v, &p, to);
         write_json(&f, &v);
         if answers(&fs::read_to_string(&f).unwrap())
-            != answers(&fs::read_to_string(repo().join("fits/vae.json")).unwrap())
+            != answers(&fs::read_to_string(data_root().join("fits/vae.json")).unwrap())
         {
             changed_answers += 1;
         }
@@ -246,7 +246,7 @@ fn edit_at(v: &mut Value, path: &[String], rng: &mut Rng) {
 #[test]
 fn any_single_field_edit_that_changes_an_answer_is_caught() {
     let base = shipped();
-    let base_text = fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let base_text = fs::read_to_string(data_root().join("fits/vae.json")).unwrap();
     let before = answers(&base_text).expect("the shipped file loads");
     let mut paths = Vec::new();
     all_paths(&base, vec![], &mut paths);

@@ -108,7 +108,7 @@ fn empty_file_is_refused() {
 #[test]
 fn duplicate_id_against_the_store() {
     let root = scratch();
-    let shipped = fs::read_to_string(repo().join("measurements/raw/invokeai-pr7673-pr7674.csv")).unwrap();
+    let shipped = fs::read_to_string(data_root().join("measurements/raw/invokeai-pr7673-pr7674.csv")).unwrap();
     let edited = shipped.replacen(",3200,2593,", ",3300,2593,", 1);
     assert_ne!(shipped, edited);
     let f = root.path().join("edited.csv");
@@ -260,7 +260,7 @@ fn check_fails_when_rows_are_not_ingested_or_points_are_orphaned() {
 
 #[test]
 fn output_is_byte_identical_in_any_row_order() {
-    let src = fs::read_to_string(repo().join("measurements/raw/invokeai-7785061-rtx4090-linux.csv")).unwrap();
+    let src = fs::read_to_string(data_root().join("measurements/raw/invokeai-7785061-rtx4090-linux.csv")).unwrap();
     let mut lines: Vec<&str> = src.lines().collect();
     let header = lines.remove(0);
     let mut stores = Vec::new();
@@ -275,11 +275,11 @@ fn output_is_byte_identical_in_any_row_order() {
             rows.swap(i, (s % (i as u64 + 1)) as usize);
         }
         let root = tempfile::tempdir().unwrap();
-        copy_dir(&repo().join("fits"), &root.path().join("fits"));
+        copy_dir(&data_root().join("fits"), &root.path().join("fits"));
         let f = root.path().join("shuffled.csv");
         fs::write(&f, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
-        let pr = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
-        let fq = repo().join("measurements/raw/invokeai-flux2-qwen.csv");
+        let pr = data_root().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+        let fq = data_root().join("measurements/raw/invokeai-flux2-qwen.csv");
         let mut cmd = vramfit();
         cmd.arg("--root").arg(root.path()).arg("ingest");
         if seed % 2 == 1 {
@@ -292,13 +292,17 @@ fn output_is_byte_identical_in_any_row_order() {
     }
     assert_eq!(stores[0], stores[1]);
     assert_eq!(stores[1], stores[2]);
-    assert_eq!(stores[0], fs::read(repo().join("measurements/vae.json")).unwrap(), "the shipped store is canonical");
+    assert_eq!(
+        stores[0],
+        fs::read(data_root().join("measurements/vae.json")).unwrap(),
+        "the shipped store is canonical"
+    );
 }
 
 #[test]
 fn invokeai_importer_matches_the_reshaped_csv() {
     let root = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("fits"), &root.path().join("fits"));
+    copy_dir(&data_root().join("fits"), &root.path().join("fits"));
     let raw = repo().join("tests/fixtures/invokeai/all_benchmark_results.json");
     let out = vramfit()
         .arg("--root")
@@ -329,7 +333,7 @@ fn invokeai_importer_matches_the_reshaped_csv() {
     let imported: serde_json::Value =
         serde_json::from_slice(&fs::read(root.path().join("measurements/vae.json")).unwrap()).unwrap();
     let shipped: serde_json::Value =
-        serde_json::from_slice(&fs::read(repo().join("measurements/vae.json")).unwrap()).unwrap();
+        serde_json::from_slice(&fs::read(data_root().join("measurements/vae.json")).unwrap()).unwrap();
     let fields = [
         "id",
         "vae",
@@ -397,7 +401,7 @@ fn derived_ids_never_change() {
 
 #[test]
 fn a_dash_reads_standard_input_like_a_file() {
-    let csv = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+    let csv = data_root().join("measurements/raw/invokeai-pr7673-pr7674.csv");
     let text = std::fs::read_to_string(&csv).unwrap();
     let (by_file, by_stdin) = (scratch(), scratch());
     for d in [&by_file, &by_stdin] {
@@ -419,7 +423,7 @@ fn a_dash_reads_standard_input_like_a_file() {
 
 #[test]
 fn a_row_given_twice_is_reported_and_counted_once() {
-    let csv = repo().join("measurements/raw/invokeai-pr7673-pr7674.csv");
+    let csv = data_root().join("measurements/raw/invokeai-pr7673-pr7674.csv");
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // The second data row again, at the end: line N + 1 repeats line 3.
@@ -469,7 +473,7 @@ fn the_readme_invokeai_example_runs_on_a_fresh_clone() {
 #[test]
 fn check_with_format_github_annotates_the_drift() {
     let root = scratch();
-    let raw = repo().join("measurements/raw");
+    let raw = data_root().join("measurements/raw");
     let csvs: Vec<_> = std::fs::read_dir(&raw)
         .unwrap()
         .map(|e| e.unwrap().path())

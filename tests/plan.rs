@@ -10,7 +10,7 @@ const SDXL_FP16_1024_ITEM: u64 = 4_668_260_352;
 const SDXL_FP16_BASE: u64 = 36 * MIB;
 
 fn plan(args: &[&str]) -> (i32, serde_json::Value, String) {
-    let out = vramfit().args(["--format", "json", "plan"]).args(args).output().unwrap();
+    let out = on_data_root().args(["--format", "json", "plan"]).args(args).output().unwrap();
     let code = out.status.code().unwrap();
     let j = if code == 2 { serde_json::Value::Null } else { json_of(&out) };
     (code, j, stderr_of(&out))
@@ -23,7 +23,7 @@ fn plan_ok(args: &[&str]) -> serde_json::Value {
 }
 
 fn reserve_bytes(args: &[&str]) -> u64 {
-    let out = vramfit().args(["--format", "json", "reserve"]).args(args).output().unwrap();
+    let out = on_data_root().args(["--format", "json", "reserve"]).args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     json_of(&out)["bytes"].as_u64().unwrap()
 }
@@ -148,7 +148,7 @@ fn host_is_never_silent_and_fail_on_host_exits_1() {
     let mut failing = args.to_vec();
     failing.extend(["--fail-on", "host"]);
     assert_eq!(plan(&failing).0, 1);
-    let out = vramfit().arg("plan").args(args).output().unwrap();
+    let out = on_data_root().arg("plan").args(args).output().unwrap();
     assert!(stdout_of(&out).starts_with("HOST"), "{}", stdout_of(&out));
 }
 
@@ -260,7 +260,7 @@ fn bad_budgets_are_usage_errors() {
 
 #[test]
 fn table_output_names_the_verdict_and_budget() {
-    let out = vramfit()
+    let out = on_data_root()
         .args([
             "plan",
             "canvas",

@@ -43,12 +43,16 @@ fn triangles(svg: &str) -> Vec<Vec<(f64, f64)>> {
 #[test]
 fn one_svg_per_line_with_each_point_at_its_coordinates() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out =
-        vramfit().current_dir(repo()).args(["--format", "json", "plot", "--out"]).arg(out_dir.path()).output().unwrap();
+    let out = vramfit()
+        .current_dir(data_root())
+        .args(["--format", "json", "plot", "--out"])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let j = json_of(&out);
     let files = j["files"].as_array().unwrap();
-    let fit = json_of(&vramfit().current_dir(repo()).args(["--format", "json", "fit"]).output().unwrap());
+    let fit = json_of(&vramfit().current_dir(data_root()).args(["--format", "json", "fit"]).output().unwrap());
     let shipped = fit["lines"].as_array().unwrap().iter().filter(|l| l["kind"] != "insufficient").count();
     assert_eq!(files.len(), shipped, "one plot per fitted or carried line");
     let mut checked = 0;
@@ -96,7 +100,7 @@ fn one_svg_per_line_with_each_point_at_its_coordinates() {
 fn reruns_are_byte_identical() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for d in [&a, &b] {
-        vramfit().current_dir(repo()).args(["plot", "--out"]).arg(d.path()).assert().code(0);
+        vramfit().current_dir(data_root()).args(["plot", "--out"]).arg(d.path()).assert().code(0);
     }
     assert_eq!(
         snapshot(a.path()).into_iter().map(|(p, b)| (p.file_name().unwrap().to_owned(), b)).collect::<Vec<_>>(),
@@ -107,8 +111,12 @@ fn reruns_are_byte_identical() {
 #[test]
 fn excluded_points_are_drawn_grey() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out =
-        vramfit().current_dir(repo()).args(["--format", "json", "plot", "--out"]).arg(out_dir.path()).output().unwrap();
+    let out = vramfit()
+        .current_dir(data_root())
+        .args(["--format", "json", "plot", "--out"])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
     let j = json_of(&out);
     let f = j["files"].as_array().unwrap().iter().find(|f| f["key"] == "sd/decode/0/cudnn/native/any/fp32").unwrap();
     let ex: Vec<_> = f["plot"]["points"].as_array().unwrap().iter().filter(|p| !p["excluded"].is_null()).collect();

@@ -6,7 +6,7 @@ use crate::common::*;
 fn filters_by_model_alias_and_key_fields() {
     let out = vramfit()
         .arg("--root")
-        .arg(repo())
+        .arg(data_root())
         .args(["--format", "json", "points", "--vae", "sdxl", "--op", "decode", "--dtype", "float16", "--tile", "0"])
         .output()
         .unwrap();
@@ -27,7 +27,7 @@ fn filters_by_model_alias_and_key_fields() {
 fn allocator_filter_takes_pytorch_spelling() {
     let out = vramfit()
         .arg("--root")
-        .arg(repo())
+        .arg(data_root())
         .args(["--format", "json", "points", "--allocator", "backend:cudaMallocAsync"])
         .output()
         .unwrap();
@@ -36,8 +36,12 @@ fn allocator_filter_takes_pytorch_spelling() {
 
 #[test]
 fn table_lists_the_same_points() {
-    let out =
-        vramfit().arg("--root").arg(repo()).args(["points", "--vae", "flux1", "--dtype", "bf16"]).output().unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(data_root())
+        .args(["points", "--vae", "flux1", "--dtype", "bf16"])
+        .output()
+        .unwrap();
     let s = stdout_of(&out);
     assert!(s.contains("10 of 138 points"), "{s}");
     assert!(s.contains("i7785061-flux1-decode-bf16-2048x2048"));
@@ -47,7 +51,7 @@ fn table_lists_the_same_points() {
 
 #[test]
 fn unknown_model_lists_registered() {
-    let out = vramfit().arg("--root").arg(repo()).args(["points", "--vae", "wan21"]).output().unwrap();
+    let out = vramfit().arg("--root").arg(data_root()).args(["points", "--vae", "wan21"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("registered: "));
 }
@@ -68,7 +72,7 @@ fn every_help_shows_an_example() {
 #[test]
 fn a_line_lists_exactly_the_points_the_fit_grouped_into_it() {
     let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("fits/vae.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(data_root().join("fits/vae.json")).unwrap()).unwrap();
     let key = |l: &serde_json::Value| {
         ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
             .iter()
@@ -84,7 +88,7 @@ fn a_line_lists_exactly_the_points_the_fit_grouped_into_it() {
     assert!(lines.len() >= 10);
     for l in lines {
         let k = key(l);
-        let out = vramfit().args(["--format", "json", "points", "--line", &k]).output().unwrap();
+        let out = on_data_root().args(["--format", "json", "points", "--line", &k]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{k}");
         let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let mut ids: Vec<&str> = got["points"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
@@ -94,8 +98,9 @@ fn a_line_lists_exactly_the_points_the_fit_grouped_into_it() {
         assert_eq!(got["line"], k.as_str());
     }
     // A model name stands for its family, and PyTorch spellings are read.
-    let a = vramfit().args(["--format", "json", "points", "--line", "sdxl/decode/0/cuda/native/any/float16"]).output();
-    let b = vramfit().args(["--format", "json", "points", "--line", "sd/decode/0/cudnn/native/any/fp16"]).output();
+    let a =
+        on_data_root().args(["--format", "json", "points", "--line", "sdxl/decode/0/cuda/native/any/float16"]).output();
+    let b = on_data_root().args(["--format", "json", "points", "--line", "sd/decode/0/cudnn/native/any/fp16"]).output();
     assert_eq!(a.unwrap().stdout, b.unwrap().stdout);
     // A malformed key names the part at fault; the key fields cannot be mixed in.
     let bad = vramfit().args(["points", "--line", "sd/decode/0/cudnn/native/any"]).output().unwrap();

@@ -6,7 +6,7 @@ use crate::common::*;
 use std::fs;
 
 fn run(args: &[&str]) -> std::process::Output {
-    vramfit().args(args).output().unwrap()
+    on_data_root().args(args).output().unwrap()
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
@@ -189,7 +189,8 @@ fn zero_free_memory_or_cap_is_a_usage_error() {
 #[test]
 fn reserve_and_plan_refuse_a_malformed_coefficients_file() {
     let dir = tempfile::tempdir().unwrap();
-    let shipped: serde_json::Value = serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&fs::read(data_root().join("fits/vae.json")).unwrap()).unwrap();
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let edits: Vec<(&str, Edit)> = vec![
         ("unknown field", Box::new(|v| v["lines"][0]["scale"] = serde_json::json!(2))),
@@ -231,6 +232,7 @@ fn reserve_and_plan_refuse_a_malformed_coefficients_file() {
 
 #[test]
 fn version_names_the_compiled_in_coefficients() {
+    // The compiled-in copy is the repository's file, whatever it holds.
     let shipped = fs::read(repo().join("fits/vae.json")).unwrap();
     let file: serde_json::Value = serde_json::from_slice(&shipped).unwrap();
     let lines = file["lines"].as_array().unwrap();
@@ -249,7 +251,7 @@ fn version_names_the_compiled_in_coefficients() {
 
 #[test]
 fn a_file_as_emit_writes_it_and_the_same_values_laid_out_otherwise_load_alike() {
-    let text = fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let text = fs::read_to_string(data_root().join("fits/vae.json")).unwrap();
     let fast = vramfit::coefficients::parse(&text, "vae.json").unwrap();
     let raw = vramfit::coefficients::read_json(&text, "vae.json").unwrap();
     assert_eq!(fast, vramfit::coefficients::parse_read(&text, &raw, "vae.json").unwrap());

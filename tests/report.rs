@@ -7,7 +7,7 @@ use std::fs;
 fn report_bundles_lines_verify_diff_crossval_and_plots() {
     let out_dir = tempfile::tempdir().unwrap();
     let out = vramfit()
-        .current_dir(repo())
+        .current_dir(data_root())
         .args(["report", "--before", "legacy", "--out"])
         .arg(out_dir.path())
         .output()
@@ -30,7 +30,12 @@ fn report_bundles_lines_verify_diff_crossval_and_plots() {
     assert!(links >= 19, "18 plots, the index and one embedded picture: {links}");
     // The same inputs, the same report.
     let again = tempfile::tempdir().unwrap();
-    vramfit().current_dir(repo()).args(["report", "--before", "legacy", "--out"]).arg(again.path()).assert().code(0);
+    vramfit()
+        .current_dir(data_root())
+        .args(["report", "--before", "legacy", "--out"])
+        .arg(again.path())
+        .assert()
+        .code(0);
     assert_eq!(fs::read(again.path().join("report.md")).unwrap(), md.as_bytes());
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 fn reserve_json(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
-    let mut c = vramfit();
+    let mut c = on_data_root();
     c.args(["--format", "json", "reserve"]).args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -19,7 +19,7 @@ fn reserve_json(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
 }
 
 fn reserve_err(args: &[&str]) -> String {
-    let out = vramfit().arg("reserve").args(args).output().unwrap();
+    let out = on_data_root().arg("reserve").args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?} must fail: {}", stdout_of(&out));
     stderr_of(&out)
 }
@@ -39,7 +39,11 @@ fn fitted_line_with_its_formula() {
     assert_eq!(j["line"]["os"], "any");
     assert_eq!(j["weight_growth_bytes"], 0);
     assert_eq!(j["extrapolated"], false);
-    assert!(j["coefficients"].as_str().unwrap().starts_with("embedded"));
+    assert!(
+        j["coefficients"].as_str().unwrap().ends_with("tests/fixtures/root/fits/vae.json"),
+        "{}",
+        j["coefficients"]
+    );
 }
 
 #[test]
@@ -219,8 +223,10 @@ fn extrapolation_is_flagged() {
     let j = reserve_json(&["sdxl", "decode", "3072x3072", "--dtype", "fp16", "--os", "linux"], &[]);
     assert_eq!(j["extrapolated"], true);
     assert!(j["warnings"][0].as_str().unwrap().contains("outside the measured range"));
-    let out =
-        vramfit().args(["reserve", "sdxl", "decode", "256x256", "--dtype", "fp16", "--os", "linux"]).output().unwrap();
+    let out = on_data_root()
+        .args(["reserve", "sdxl", "decode", "256x256", "--dtype", "fp16", "--os", "linux"])
+        .output()
+        .unwrap();
     assert!(stdout_of(&out).contains("warning: 65536 px lies outside the measured range"));
 }
 
@@ -267,7 +273,7 @@ fn embedded_coefficients_work_from_any_folder_and_files_override() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert!(json_of(&out)["coefficients"].as_str().unwrap().starts_with("embedded"));
-    // The embedded copy is the shipped file.
+    // The embedded copy is the repository's shipped file, whatever it holds.
     assert_eq!(vramfit::coefficients::EMBEDDED.as_bytes(), fs::read(repo().join("fits/vae.json")).unwrap());
     // --coefficients names another file, and the answer says so.
     let root = scratch();
@@ -284,7 +290,7 @@ fn embedded_coefficients_work_from_any_folder_and_files_override() {
 
 #[test]
 fn human_output_starts_with_the_reservation() {
-    let out = vramfit()
+    let out = on_data_root()
         .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"])
         .output()
         .unwrap();
@@ -297,7 +303,8 @@ fn human_output_starts_with_the_reservation() {
 /// Queries spread over every shipped line, the unmeasured rule, the legacy
 /// floor, casts and batch sizes 1–4.
 fn cross_check_queries() -> Vec<serde_json::Value> {
-    let shipped: serde_json::Value = serde_json::from_slice(&fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&fs::read(data_root().join("fits/vae.json")).unwrap()).unwrap();
     let sizes =
         [(512u64, 512u64), (768, 768), (1024, 1024), (1280, 720), (1536, 1536), (2048, 2048), (3000, 2000), (640, 480)];
     let mut qs = Vec::new();
@@ -370,7 +377,7 @@ fn python_reader_agrees_to_the_byte() {
     assert!(queries.len() >= 200, "{}", queries.len());
     let mut child = std::process::Command::new("python3")
         .arg(repo().join("tests/python/vramfit_reader.py"))
-        .arg(repo().join("fits/vae.json"))
+        .arg(data_root().join("fits/vae.json"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

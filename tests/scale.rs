@@ -33,7 +33,7 @@ fn a_hundred_thousand_points_through_ingest_emit_and_verify() {
     let r = root.path();
     fs::create_dir_all(r.join("fits")).unwrap();
     // The shipped policy without the entries that name shipped points.
-    let policy = fs::read_to_string(repo().join("fits/policy.toml")).unwrap();
+    let policy = fs::read_to_string(data_root().join("fits/policy.toml")).unwrap();
     let kept: Vec<&str> =
         policy.split("\n\n").filter(|b| !b.starts_with("[[exclude]]") && !b.starts_with("[[keep]]")).collect();
     fs::write(r.join("fits/policy.toml"), kept.join("\n\n")).unwrap();

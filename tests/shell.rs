@@ -60,7 +60,7 @@ fn every_subcommand_prints_exactly_the_formats_the_help_lists() {
     }
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().display().to_string();
-    let csvs: Vec<String> = std::fs::read_dir(repo().join("measurements/raw"))
+    let csvs: Vec<String> = std::fs::read_dir(data_root().join("measurements/raw"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "csv"))
@@ -90,7 +90,7 @@ fn every_subcommand_prints_exactly_the_formats_the_help_lists() {
             .unwrap_or_else(|| panic!("{name}: no formats in the help"));
         let listed: Vec<&str> = listed.split('|').collect();
         for format in all {
-            let o = vramfit().current_dir(repo()).args(["--format", format]).args(&args).output().unwrap();
+            let o = vramfit().current_dir(data_root()).args(["--format", format]).args(&args).output().unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
             if listed.contains(&format) {
                 assert!(matches!(o.status.code(), Some(0 | 1)), "{name} --format {format}: {err}");

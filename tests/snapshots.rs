@@ -20,7 +20,9 @@ fn snapshot_of(name: &str, args: &[&str], code: i32) {
     let terminal = Terminal { stdout_is_terminal: true, ..Terminal::default() };
     let env = EnvSnapshot::default().on(Os::Linux);
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let argv = std::iter::once("vramfit").chain(args.iter().copied());
+    // On the tests' own root (`data_root`), so a new measurement in the
+    // repository never changes a snapshot.
+    let argv = ["vramfit", "--root", "tests/fixtures/root"].into_iter().chain(args.iter().copied());
     let got_code = vramfit::cli::run_on(argv, &env, &terminal, &mut out, &mut err);
     assert_eq!(i32::from(got_code), code, "{name}: exit code; stderr: {}", String::from_utf8_lossy(&err));
     let got = String::from_utf8(out).unwrap();
@@ -78,7 +80,7 @@ fn reserve_answer() {
             "--os",
             "linux",
             "--coefficients",
-            "fits/vae.json",
+            "tests/fixtures/root/fits/vae.json",
         ],
         0,
     );
@@ -115,7 +117,7 @@ fn emit_check_table() {
 
 #[test]
 fn through_a_pipe_the_same_tables_are_plain_columns() {
-    let out = vramfit().current_dir(repo()).arg("fit").output().unwrap();
+    let out = vramfit().current_dir(data_root()).arg("fit").output().unwrap();
     let plain = stdout_of(&out);
     assert!(!plain.contains(['│', '─', '╭', '╰']), "{plain}");
     // The same cells, in the same order, as the boxed snapshot.
@@ -132,7 +134,13 @@ fn through_a_pipe_the_same_tables_are_plain_columns() {
 fn on_a_narrow_terminal_a_table_wraps_to_its_width() {
     let terminal = Terminal { stdout_is_terminal: true, width: Some(110), ..Terminal::default() };
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = vramfit::cli::run_on(["vramfit", "fit"], &EnvSnapshot::default(), &terminal, &mut out, &mut err);
+    let code = vramfit::cli::run_on(
+        ["vramfit", "--root", "tests/fixtures/root", "fit"],
+        &EnvSnapshot::default(),
+        &terminal,
+        &mut out,
+        &mut err,
+    );
     assert_eq!(code, 0);
     let text = String::from_utf8(out).unwrap();
     for line in text.lines().filter(|l| l.starts_with(['│', '╭', '├', '╰'])) {

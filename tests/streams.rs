@@ -15,7 +15,7 @@ use vramfit::workspace::Workspace;
 const N: usize = 20_000;
 
 fn registry() -> Registry {
-    Workspace::new(&repo()).policy().unwrap().registry
+    Workspace::new(&data_root()).policy().unwrap().registry
 }
 
 /// A CSV of `n` rows; `eol` ends each line and every 97th row is followed
@@ -174,7 +174,7 @@ fn reading_a_csv_reports_every_byte_once() {
 
 #[test]
 fn crossval_reports_each_fitted_line() {
-    let ws = Workspace::new(&repo());
+    let ws = Workspace::new(&data_root());
     let inp = ws.inputs_strict(vramfit::workspace::Digest::Skip).unwrap();
     let lines = vramfit::lines::assemble(&inp.points, &inp.policy).unwrap();
     let fitted = lines.iter().filter(|l| l.kind == vramfit::lines::LineKind::Fitted).count();
@@ -183,6 +183,6 @@ fn crossval_reports_each_fitted_line() {
     assert_eq!(*r.0.lock().unwrap(), vec![format!("start crossval {fitted} Items"), "finish".to_string()]);
     assert_eq!(r.1.load(std::sync::atomic::Ordering::SeqCst), fitted as u64);
     // Through a pipe, nothing but the report: no bar on standard error.
-    let out = vramfit().current_dir(repo()).arg("crossval").output().unwrap();
+    let out = vramfit().current_dir(data_root()).arg("crossval").output().unwrap();
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }

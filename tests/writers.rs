@@ -28,7 +28,7 @@ fn spawn_ingest(root: &Path, file: &Path) -> Child {
 
 /// Points in the shipped store.
 fn shipped_count() -> usize {
-    stored_ids(&repo()).len()
+    stored_ids(&data_root()).len()
 }
 
 fn stored_ids(root: &Path) -> Vec<String> {

@@ -31,6 +31,15 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The tests' own root: a frozen copy of the data as it was when the tests
+/// that need exact figures were written (`measurements/vae.json`, its raw
+/// CSVs, `fits/policy.toml`, `fits/vae.json`). New measurements in the
+/// repository's `measurements/` never change it, so they never break a test;
+/// the tests over the shipped data assert properties instead.
+pub fn data_root() -> PathBuf {
+    fixture("root")
+}
+
 pub fn fixture(rel: &str) -> PathBuf {
     repo().join("tests/fixtures").join(rel)
 }
@@ -45,11 +54,25 @@ pub fn vramfit() -> Command {
     c
 }
 
-/// A scratch root holding copies of the shipped `measurements/` and `fits/`.
+/// The binary on the tests' own root (`data_root`): `reserve` and `plan`
+/// then price from its `fits/vae.json`, not the compiled-in copy, so their
+/// exact figures never move with the shipped data.
+pub fn on_data_root() -> Command {
+    let mut c = vramfit();
+    c.arg("--root").arg(data_root());
+    c
+}
+
+/// A scratch root holding copies of the fixture root's `measurements/` and `fits/`.
 pub fn scratch() -> TempDir {
+    scratch_of(&data_root())
+}
+
+/// A scratch root holding copies of `root`'s `measurements/` and `fits/`.
+pub fn scratch_of(root: &Path) -> TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    copy_dir(&repo().join("measurements"), &dir.path().join("measurements"));
-    copy_dir(&repo().join("fits"), &dir.path().join("fits"));
+    copy_dir(&root.join("measurements"), &dir.path().join("measurements"));
+    copy_dir(&root.join("fits"), &dir.path().join("fits"));
     dir
 }
 
