@@ -27,12 +27,57 @@ fn refused(fixture_name: &str, expect_line: &str, expect_in_message: &[&str]) {
 
 #[test]
 fn missing_required_column() {
-    refused("bad_missing_column.csv", "1", &["op: missing required column"]);
+    refused("bad_missing_column.csv", "1", &["op: missing column `op`;", "required: `source`"]);
+}
+
+#[test]
+fn every_missing_column_is_named_in_one_message_with_the_whole_list() {
+    let root = scratch();
+    let f = root.path().join("few.csv");
+    fs::write(&f, "source,width,height\nme,512,512\n").unwrap();
+    let before = snapshot(root.path());
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(
+            "few.csv:1: conv_backend: missing columns `conv_backend`, `allocator`, `op`, `run_dtype`, `vae` or \
+             `model`, a demand column;"
+        ),
+        "{err}"
+    );
+    for every in ["`source`", "`width`", "`height`", "`vae` (a family) or `model`", "reserved_mib", "driver_bytes"] {
+        assert!(err.contains(every), "the message lists {every}: {err}");
+    }
+    assert_eq!(before, snapshot(root.path()), "nothing written");
+}
+
+#[test]
+fn os_tile_and_batch_may_be_left_out_of_the_header() {
+    let root = scratch();
+    let f = root.path().join("short.csv");
+    fs::write(
+        &f,
+        "source,conv_backend,allocator,model,op,run_dtype,width,height,reserved_mib\n\
+         my rtx 3090,cudnn,cudaMallocAsync,sdxl,decode,fp16,1024,1024,3000\n",
+    )
+    .unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest"]).arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "points", "--allocator", "cudaMallocAsync", "--vae", "sdxl"])
+        .output()
+        .unwrap();
+    let j = json_of(&out);
+    let p = j["points"].as_array().unwrap().iter().find(|p| p["source"] == "my rtx 3090").expect("the new point");
+    assert_eq!((p["os"].as_str(), p["tile"].as_u64(), p["batch"].as_u64()), (Some("any"), Some(0), Some(1)));
 }
 
 #[test]
 fn missing_every_demand_column() {
-    refused("bad_no_demand_column.csv", "1", &["missing demand column", "reserved_mib"]);
+    refused("bad_no_demand_column.csv", "1", &["reserved_mib: missing column a demand column", "driver_bytes"]);
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn messages_count_physical_lines_blank_ones_included() {
     refused_at(text.replace('\n', "\r").as_bytes(), 5, &["height"]);
     // A header after blank lines is found, and named by its own line.
     let text = format!("\n\n{}\n", HEADER.replace(",op", ",operation"));
-    refused_at(text.as_bytes(), 3, &["op: missing required column"]);
+    refused_at(text.as_bytes(), 3, &["op: missing column `op`"]);
 }
 
 #[test]

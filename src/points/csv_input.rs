@@ -382,17 +382,29 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
             bail!("{file}:{line}: {h}: column named twice in the header");
         }
     }
-    for required in REQUIRED_COLUMNS.iter().map(|c| c.name()) {
-        if !seen.contains(required) {
-            let all: Vec<&str> = REQUIRED_COLUMNS.iter().map(|c| c.name()).collect();
-            bail!("{file}:{line}: {required}: missing required column (required: {})", all.join(", "));
-        }
-    }
+    // Every missing column in one message, and the whole list of what is
+    // required, so a hand-written file is fixed in one go. The message's
+    // field is the first missing column.
+    let mut missing: Vec<(&str, String)> =
+        REQUIRED_COLUMNS.iter().map(|c| c.name()).filter(|c| !seen.contains(c)).map(|c| (c, format!("`{c}`"))).collect();
     if !seen.contains("vae") && !seen.contains("model") {
-        bail!("{file}:{line}: vae: missing column: give `vae` (a family) or `model` (a registered model name)");
+        missing.push(("vae", "`vae` or `model`".into()));
     }
     if !DEMAND_COLUMNS.iter().any(|c| seen.contains(c.name())) {
-        bail!("{file}:{line}: reserved_mib: missing demand column: give at least one of {}", demand_column_names());
+        missing.push(("reserved_mib", "a demand column".into()));
+    }
+    if let Some((field, _)) = missing.first() {
+        let names: Vec<&str> = missing.iter().map(|(_, shown)| shown.as_str()).collect();
+        let required: Vec<String> = REQUIRED_COLUMNS.iter().map(|c| format!("`{}`", c.name())).collect();
+        bail!(
+            "{file}:{line}: {field}: missing column{} {}; required: {}, `vae` (a family) or `model` (a registered \
+             model name), and at least one demand column ({}); optional: `os` (empty: any), `tile` (0), `batch` (1), \
+             `id`, `device`, `torch`, `loaded_dtype`, `run`, `runs`, `aggregate`, `context`, `note`",
+            if missing.len() > 1 { "s" } else { "" },
+            names.join(", "),
+            required.join(", "),
+            demand_column_names()
+        );
     }
     Ok(())
 }

@@ -124,20 +124,13 @@ impl Col {
     }
 }
 
-/// Columns that must be present in the header (values may be empty where
-/// docs/DESIGN.md, "The measurement CSV" gives a default).
-pub const REQUIRED_COLUMNS: &[Col] = &[
-    Col::Source,
-    Col::ConvBackend,
-    Col::Allocator,
-    Col::Os,
-    Col::Op,
-    Col::Tile,
-    Col::RunDtype,
-    Col::Width,
-    Col::Height,
-    Col::Batch,
-];
+/// Columns that must be present in the header. `vae` or `model` and one
+/// demand column are required too (either of a kind will do); `os`, `tile`
+/// and `batch` may be left out of the header like any optional column, and
+/// then read as their empty value does (`any`, 0, 1): docs/DESIGN.md, "The
+/// measurement CSV".
+pub const REQUIRED_COLUMNS: &[Col] =
+    &[Col::Source, Col::ConvBackend, Col::Allocator, Col::Op, Col::RunDtype, Col::Width, Col::Height];
 
 /// The demand columns, as (MiB column, bytes column) per measured delta in
 /// the order reserved, allocated, driver; at least one must be filled per row.
