@@ -215,8 +215,12 @@ fn aliases_are_stored_canonically_and_unknown_columns_kept() {
     let out =
         vramfit().arg("--root").arg(root.path()).arg("ingest").arg(fixture("ingest/aliases.csv")).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let out =
-        vramfit().arg("--root").arg(root.path()).args(["--format", "json", "points", "--id", "p-"]).output().unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "points", "--id=decode-fp32-1024x1024-cudnn-cudaMallocAsync-"])
+        .output()
+        .unwrap();
     let j = json_of(&out);
     let p = &j["points"][0];
     assert_eq!(p["vae"], "sd", "model SDXL resolves to the sd family");
@@ -230,7 +234,8 @@ fn aliases_are_stored_canonically_and_unknown_columns_kept() {
     assert_eq!(p["pixels"], 1024 * 1024);
     assert_eq!(p["demand_bytes"], 5_000_000_000u64);
     assert_eq!(p["metadata"]["harness_commit"], "abc123");
-    assert!(p["id"].as_str().unwrap().starts_with("p-"));
+    let id = p["id"].as_str().unwrap();
+    assert!(id.starts_with("SDXL-decode-fp32-1024x1024-cudnn-cudaMallocAsync-"), "a readable derived id: {id}");
 }
 
 #[test]
@@ -423,24 +428,62 @@ fn importer_needs_the_facts_the_format_lacks() {
     assert!(stderr_of(&out).contains("needs --source"));
 }
 
-#[test]
-fn derived_ids_never_change() {
-    // Rows without an id get `p-` and a content hash. A store keeps ids it
-    // derived long ago, so these two (derived by the first vramfit, before
-    // the point's fields were reordered) must come out the same forever.
-    let root = scratch();
+/// The ingest report of `ingest/no_id.csv` into `root`, and the ids its rows have there, sorted.
+fn derived_ids_of_no_id_rows(root: &std::path::Path) -> (serde_json::Value, Vec<String>) {
     let out = vramfit()
         .arg("--root")
-        .arg(root.path())
+        .arg(root)
         .args(["--format", "json", "ingest"])
         .arg(fixture("ingest/no_id.csv"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let j = json_of(
-        &vramfit().arg("--root").arg(root.path()).args(["--format", "json", "points", "--id", "p-"]).output().unwrap(),
+    let all = json_of(&vramfit().arg("--root").arg(root).args(["--format", "json", "points"]).output().unwrap());
+    let mut ids: Vec<String> = all["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"] == "no id test")
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    (json_of(&out), ids)
+}
+
+#[test]
+fn derived_ids_are_readable_and_never_change() {
+    // Rows without an id get what was measured and a short content hash.
+    // A store keeps ids it derived long ago, so these must come out the
+    // same forever (the hash is the one the first vramfit took, before the
+    // point's fields were reordered).
+    let root = scratch();
+    let (report, ids) = derived_ids_of_no_id_rows(root.path());
+    assert_eq!(report["added"], 2);
+    assert_eq!(
+        ids,
+        [
+            "flux1-encode-t512-bf16-1024x768-b2-miopen-native-3b07c20a",
+            "sdxl-decode-fp16-640x640-cudnn-native-linux-722db82b"
+        ]
     );
-    let ids: Vec<&str> = j["points"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+}
+
+#[test]
+fn a_store_with_the_old_derived_ids_keeps_them() {
+    // Before readable ids, the same rows got `p-` and 16 hex digits of the
+    // same hash. A store that holds them under those ids gains nothing when
+    // the CSV is ingested again.
+    let root = scratch();
+    let text = fs::read_to_string(fixture("ingest/no_id.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = format!("id,{}", lines.next().unwrap());
+    let old: Vec<String> =
+        ["p-722db82b1f8d6abc", "p-3b07c20a4b278976"].iter().zip(lines).map(|(id, l)| format!("{id},{l}")).collect();
+    let f = root.path().join("old.csv");
+    fs::write(&f, format!("{header}\n{}\n", old.join("\n"))).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    let (report, ids) = derived_ids_of_no_id_rows(root.path());
+    assert_eq!(report["added"], 0, "{report}");
     assert_eq!(ids, ["p-3b07c20a4b278976", "p-722db82b1f8d6abc"]);
 }
 

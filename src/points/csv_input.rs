@@ -385,8 +385,12 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     // Every missing column in one message, and the whole list of what is
     // required, so a hand-written file is fixed in one go. The message's
     // field is the first missing column.
-    let mut missing: Vec<(&str, String)> =
-        REQUIRED_COLUMNS.iter().map(|c| c.name()).filter(|c| !seen.contains(c)).map(|c| (c, format!("`{c}`"))).collect();
+    let mut missing: Vec<(&str, String)> = REQUIRED_COLUMNS
+        .iter()
+        .map(|c| c.name())
+        .filter(|c| !seen.contains(c))
+        .map(|c| (c, format!("`{c}`")))
+        .collect();
     if !seen.contains("vae") && !seen.contains("model") {
         missing.push(("vae", "`vae` or `model`".into()));
     }

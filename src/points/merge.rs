@@ -36,7 +36,8 @@ pub struct Merged {
 /// content is an error naming both places and the first field that
 /// differs; of several such rows, the first in input order is named.
 pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
-    let Rows { points: rows, origins } = rows;
+    let Rows { points: mut rows, origins } = rows;
+    keep_legacy_derived_ids(&stored, &mut rows);
     // Input positions sorted by (id, position): equal ids sit together, first given first.
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|a, b| rows[*a].id.cmp(&rows[*b].id).then(a.cmp(b)));
@@ -87,6 +88,26 @@ pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
     at_of_row.sort_unstable();
     let added = at_of_row.into_iter().map(|(_, at)| at).collect();
     Ok(Merged { points, fates, added, repeats })
+}
+
+/// A row without an id whose content the store already holds under the id
+/// an older vramfit derived for it (`p-` and 16 hex digits) keeps that id,
+/// so re-ingesting an old CSV into an old store adds nothing. Only a store
+/// that holds such ids pays for the check.
+fn keep_legacy_derived_ids(stored: &[Point], rows: &mut [Point]) {
+    let legacy: std::collections::HashSet<&str> =
+        stored.iter().map(|p| p.id.as_str()).filter(|id| super::row::is_legacy_derived_id(id)).collect();
+    if legacy.is_empty() {
+        return;
+    }
+    for p in rows.iter_mut() {
+        if p.id == super::row::derived_id(p) {
+            let old = super::row::legacy_derived_id(p);
+            if legacy.contains(old.as_str()) {
+                p.id = old;
+            }
+        }
+    }
 }
 
 /// Rows whose id was given earlier in the input with the same content

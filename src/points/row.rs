@@ -353,14 +353,43 @@ fn resolve_family(
     }
 }
 
-/// A content-derived id (`p-` and 16 hex digits of a SHA-256 over the
-/// canonical point), so a row without an id gets the same id on every run.
+/// A content-derived id a reviewer can read: what was measured, then a
+/// short hash of the whole row, so the same row gets the same id on every
+/// run and two rows that differ anywhere get different ones:
+/// `MODEL-OP[-tTILE]-DTYPE-WxH[-bBATCH]-BACKEND-ALLOCATOR[-OS]-HASH8`
+/// (the model as given, else the family; the OS left out when unknown).
 ///
-/// The hashed bytes are frozen (`wire::id_bytes`): a store keeps ids it
-/// derived long ago, so the same row must get the same id from every later
-/// vramfit, whatever the `Point` struct's field order becomes.
+/// The hashed bytes are frozen (`wire::id_bytes`), whatever the `Point`
+/// struct's field order becomes. Ids derived by vramfit before 0.2 were
+/// `p-` and 16 hex digits of the same hash ([`legacy_derived_id`]); `merge`
+/// keeps such an id when the store already holds the row under it.
 pub fn derived_id(p: &Point) -> Text {
-    let bytes = super::wire::id_bytes(p);
-    let tag = crate::fsio::sha256_tag(&bytes);
-    format!("p-{}", &tag["sha256:".len().."sha256:".len() + 16]).into()
+    readable_id(p, &hash_hex(p)[..8]).into()
+}
+
+/// The id vramfit derived before readable ids: `p-` and 16 hex digits.
+pub fn legacy_derived_id(p: &Point) -> Text {
+    format!("p-{}", &hash_hex(p)[..16]).into()
+}
+
+/// Whether `id` has the form of a [`legacy_derived_id`].
+pub fn is_legacy_derived_id(id: &str) -> bool {
+    id.len() == 18 && id.starts_with("p-") && id[2..].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn hash_hex(p: &Point) -> String {
+    let tag = crate::fsio::sha256_tag(&super::wire::id_bytes(p));
+    tag["sha256:".len()..].to_string()
+}
+
+fn readable_id(p: &Point, hash: &str) -> String {
+    let k = &p.key;
+    let name = p.model.as_deref().unwrap_or(&k.vae);
+    let tile = if k.tile > 0 { format!("-t{}", k.tile) } else { String::new() };
+    let batch = if p.batch > 1 { format!("-b{}", p.batch) } else { String::new() };
+    let os = if k.os == Os::Any { String::new() } else { format!("-{}", k.os) };
+    format!(
+        "{name}-{}{tile}-{}-{}x{}{batch}-{}-{}{os}-{hash}",
+        k.op, k.dtype, p.width, p.height, k.conv_backend, k.allocator
+    )
 }
