@@ -3,7 +3,9 @@
 //!
 //! - `measurements/vae.json`: the points (`ingest` writes it);
 //! - `fits/policy.toml`: the maintainer's rules (written by hand);
-//! - `fits/vae.json`: the shipped coefficients (`emit` writes it).
+//! - `fits/vae.json`: the shipped coefficients (`emit` writes it);
+//! - and, where the root holds the Python package, its bundled copy
+//!   `python/vramfit/vae.json` (`emit` writes it beside `fits/vae.json`).
 
 use crate::fsio::{self, RootLock};
 use crate::points::{store, stream, Point};
@@ -68,6 +70,14 @@ impl Workspace {
     /// `fits/vae.json`.
     pub fn coefficients_path(&self) -> PathBuf {
         self.root.join("fits").join("vae.json")
+    }
+
+    /// `python/vramfit/vae.json`: the copy of `fits/vae.json` the Python
+    /// package installs, when this root holds the package (`emit` writes
+    /// both, `emit --check` fails while they differ).
+    pub fn bundled_copy_path(&self) -> Option<PathBuf> {
+        let dir = self.root.join("python").join("vramfit");
+        dir.is_dir().then(|| dir.join("vae.json"))
     }
 
     /// The exclusive lock writers hold for a whole read–modify–write.

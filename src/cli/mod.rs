@@ -292,7 +292,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
         Command::Emit(a) => {
             let r = commands::emit::run(&root, a.check, a.force)?;
             emit(out, &report::render(&r, format, "emit")?);
-            let code = if (a.check && r.changed) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK };
+            let code = if (a.check && r.out_of_date()) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK };
             let items = r.findings.len();
             crate::par::drop_later(r, items);
             Ok(code)

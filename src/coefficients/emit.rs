@@ -47,6 +47,28 @@ pub struct EmitReport {
     /// With findings nothing is written unless `--force`; either way the
     /// command exits 1.
     pub findings: Vec<Finding>,
+    /// The Python package's copy of the file, where the root holds the package.
+    pub bundled: Option<BundledCopy>,
+}
+
+/// The Python package's copy of `fits/vae.json` (`python/vramfit/vae.json`):
+/// one source of truth, so `emit` writes both and `--check` fails while
+/// they differ.
+#[derive(Debug, Clone, Serialize)]
+pub struct BundledCopy {
+    /// Its path, as shown.
+    pub file: String,
+    /// Whether it differed from the fresh file before this run.
+    pub stale: bool,
+    /// Whether this run wrote it.
+    pub written: bool,
+}
+
+impl EmitReport {
+    /// Whether `--check` finds something to do: the file or its bundled copy out of date.
+    pub fn out_of_date(&self) -> bool {
+        self.changed || self.bundled.as_ref().is_some_and(|b| b.stale)
+    }
 }
 
 /// One line's change.

@@ -1,6 +1,6 @@
 //! `vramfit emit`: write `fits/vae.json` from the points and the policy.
 
-use crate::coefficients::emit::{diff, EmitReport};
+use crate::coefficients::emit::{diff, BundledCopy, EmitReport};
 use crate::coefficients::{self, CoefficientsFile};
 use crate::lines::{assemble_groups, group, FitLine, Line};
 use crate::pricing::Coefficients;
@@ -89,10 +89,22 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
     };
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
     // Only a writer holds the lock (`--check` takes none).
-    let written = lock.is_some() && changed && (findings.is_empty() || force);
+    let may_write = lock.is_some() && (findings.is_empty() || force);
+    let written = may_write && changed;
     if let (true, Some(lock)) = (written, &lock) {
         lock.write(&path, &bytes)?;
     }
+    let bundled = match ws.bundled_copy_path() {
+        None => None,
+        Some(copy) => {
+            let stale = std::fs::read(&copy).ok().as_deref() != Some(bytes.as_slice());
+            let written = may_write && stale;
+            if let (true, Some(lock)) = (written, &lock) {
+                lock.write(&copy, &bytes)?;
+            }
+            Some(BundledCopy { file: crate::fsio::shown(&copy), stale, written })
+        }
+    };
     Ok(EmitReport {
         file: crate::fsio::shown(&path),
         check,
@@ -101,5 +113,6 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
         force,
         changes: diff(old, &file),
         findings,
+        bundled,
     })
 }

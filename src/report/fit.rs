@@ -116,6 +116,26 @@ fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// What the Python package's copy needs, in words a maintainer acts on.
+fn bundled_message(r: &EmitReport) -> String {
+    let Some(b) = &r.bundled else { return String::new() };
+    format!(
+        "{} (the copy the Python package installs) differs from {} as emit writes it; run `vramfit emit`, \
+         which writes both, and commit them together",
+        b.file, r.file
+    )
+}
+
+/// The bundled copy's state line, when the root holds the package and there is something to say.
+fn bundled_line(r: &EmitReport) -> String {
+    match &r.bundled {
+        Some(b) if b.written => format!("{}: written (the Python package's copy)\n", b.file),
+        Some(b) if b.stale && r.check => format!("{}: OUT OF DATE: {}\n", b.file, bundled_message(r)),
+        Some(b) if b.stale => format!("{}: NOT written (the file was not written either)\n", b.file),
+        _ => String::new(),
+    }
+}
+
 impl Report for EmitReport {
     fn table(&self) -> String {
         let rows = emit_rows(self);
@@ -143,6 +163,7 @@ impl Report for EmitReport {
             ),
             (false, true) => format!("{}: written ({} of {} lines unchanged)\n", self.file, unchanged, self.changes.len()),
         });
+        s.push_str(&bundled_line(self));
         findings_summary(&mut s, &self.findings, "the new file");
         s
     }
@@ -169,7 +190,11 @@ impl Report for EmitReport {
             );
             s.push_str(&super::annotation("error", &self.file, "vramfit emit --check", &msg));
         }
+        if let Some(b) = self.bundled.as_ref().filter(|b| self.check && b.stale) {
+            s.push_str(&super::annotation("error", &b.file, "vramfit emit --check", &bundled_message(self)));
+        }
         s.push_str(&super::verify::findings_annotations(&self.findings));
+        s.push_str(&bundled_line(self));
         s.push_str(&match (self.check, self.changed) {
             (true, false) => format!("{}: up to date ({} lines)\n", self.file, self.changes.len()),
             (true, true) => format!("{}: OUT OF DATE\n", self.file),
