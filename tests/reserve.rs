@@ -424,3 +424,44 @@ fn python_reader_agrees_to_the_byte() {
         assert!(rules.contains(rule), "the queries must reach the {rule}: {rules:?}");
     }
 }
+
+#[test]
+fn inside_a_root_whose_file_differs_the_compiled_in_answer_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("fits")).unwrap();
+    let local = dir.path().join("fits/vae.json");
+    let ask = |extra: &[&str]| {
+        vramfit()
+            .current_dir(dir.path())
+            .args(extra)
+            .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"])
+            .output()
+            .unwrap()
+    };
+    // The same file as compiled in: nothing to say.
+    fs::write(&local, vramfit::coefficients::EMBEDDED).unwrap();
+    assert_eq!(stderr_of(&ask(&[])), "");
+    // A freshly emitted one that differs: the answer warns, and names the way to use it.
+    let file: serde_json::Value = serde_json::from_str(vramfit::coefficients::EMBEDDED).unwrap();
+    let slope = file["lines"].as_array().unwrap().iter().find(|l| l["vae"] == "sd" && l["op"] == "decode").unwrap()["slope"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let edited = vramfit::coefficients::EMBEDDED.replacen(&format!("\"slope\": \"{slope}\""), "\"slope\": \"9999.00\"", 1);
+    assert_ne!(edited, vramfit::coefficients::EMBEDDED);
+    fs::write(&local, &edited).unwrap();
+    let out = ask(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr_of(&out);
+    assert!(err.contains("answered from the compiled-in coefficients") && err.contains("--root ."), "{err}");
+    let plan = vramfit()
+        .current_dir(dir.path())
+        .args(["plan", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--free", "24GiB"])
+        .output()
+        .unwrap();
+    assert!(stderr_of(&plan).contains("--root ."), "plan warns too: {}", stderr_of(&plan));
+    // `--root .` prices with the local file, and then there is nothing to warn about.
+    let out = ask(&["--root", "."]);
+    assert_eq!(stderr_of(&out), "");
+    assert_ne!(stdout_of(&out), stdout_of(&ask(&[])));
+}

@@ -218,6 +218,20 @@ fn query_options(
     Ok(reserve::QueryOptions { query, coefficients: a.coefficients.clone(), root: root.clone() })
 }
 
+/// Says on standard error when the compiled-in coefficients answer while
+/// the folder's own `fits/vae.json` differs from them.
+fn warn_if_local_copy_differs(source: &commands::reserve::CoefficientSource, color: bool, err: &mut dyn Write) {
+    if let Some(local) = commands::reserve::local_copy_differs(source) {
+        let warning = prefix("warning", color);
+        let _ = writeln!(
+            err,
+            "{warning} answered from the compiled-in coefficients; {} here differs from them (emitted since this \
+             vramfit was built?): `--root .` prices with it",
+            local.display()
+        );
+    }
+}
+
 fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::PlanOptions> {
     let free = match a.free.trim() {
         "unknown" | "" => None,
@@ -308,12 +322,17 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
         Command::Reserve(a) => {
             let q = &a.query;
             let opts = query_options(&q.model, q.op, &q.size, &q.flags, &explicit_root)?;
+            warn_if_local_copy_differs(&opts.source(), color, err);
             let r = commands::reserve::run(&opts, env, a.legacy)?;
             emit(out, &report::render(&r, format, "reserve")?);
             Ok(strict_code(a.query.flags.strict, &r.price.estimates(), color, err))
         }
         Command::Plan(a) => {
-            let p = commands::plan::run(&plan_options(&a, &explicit_root)?, env)?;
+            let opts = plan_options(&a, &explicit_root)?;
+            if let commands::plan::Work::Vae(q) = &opts.work {
+                warn_if_local_copy_differs(&q.source(), color, err);
+            }
+            let p = commands::plan::run(&opts, env)?;
             if p.any_host() {
                 let warning = prefix("warning", color);
                 let _ = writeln!(err, "{warning} part of this work cannot run on the device: {}", p.reasons.join("; "));

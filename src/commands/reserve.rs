@@ -60,6 +60,20 @@ impl QueryOptions {
     }
 }
 
+/// The `fits/vae.json` of the folder the command runs in, when the answer
+/// comes from the compiled-in copy and that file differs from it: a
+/// maintainer who just ran `emit` in a checkout would otherwise read the
+/// old figures without a word. (The folder is never priced from unasked:
+/// `--root .` is the way to use it.)
+pub fn local_copy_differs(source: &CoefficientSource) -> Option<PathBuf> {
+    if !matches!(source, CoefficientSource::Embedded) {
+        return None;
+    }
+    let local = PathBuf::from("fits").join("vae.json");
+    let bytes = std::fs::read(&local).ok()?;
+    (bytes != coefficients::EMBEDDED.as_bytes()).then_some(local)
+}
+
 pub fn run(opts: &QueryOptions, env: &EnvSnapshot, legacy: bool) -> Result<ReserveReport> {
     let c = load(&opts.source())?;
     let q = opts.query()?;
