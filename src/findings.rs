@@ -116,6 +116,9 @@ pub struct Finding {
     pub message: String,
     /// What to do next.
     pub hint: String,
+    /// The 1-based line of `file` it points at (set by `places::locate`;
+    /// the `line=` of a GitHub annotation).
+    pub at: Option<u64>,
 }
 
 impl Finding {
@@ -130,6 +133,7 @@ impl Finding {
             found: None,
             message: message.into(),
             hint: hint.into(),
+            at: None,
         }
     }
 

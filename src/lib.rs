@@ -4,7 +4,7 @@
 //! Data flows one way (`docs/DESIGN.md`, "The house"), floor by floor, and no
 //! module uses one on its own floor or above (`tests/architecture.rs` checks
 //! it): the ground ([`exact`], [`vocab`], [`registry`], [`findings`],
-//! [`fsio`], [`text`], [`par`], [`heap`]) → [`units`], [`fit`] (pure math) → [`points`] → [`policy`] →
+//! [`fsio`], [`text`], [`par`], [`heap`]) → [`units`], [`fit`] (pure math), [`places`] (where in a file a finding is) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
 //! [`coefficients`] (the shipped file) → [`pricing`] → [`verify`], [`plan`]
 //! → [`commands`], [`report`] → [`cli`].
@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod heap;
 pub mod lines;
 pub mod par;
+pub mod places;
 pub mod plan;
 pub mod plot;
 pub mod points;

@@ -20,6 +20,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("progress", 0),
     ("units", 1),
     ("fit", 1),
+    ("places", 1),
     ("points", 2),
     ("policy", 3),
     ("workspace", 4),

@@ -149,9 +149,20 @@ fn emit_check_fails_and_shows_the_change_when_a_point_moves_a_line() {
     let s = stdout_of(&out);
     let shipped = format!("{}", root.path().join("fits/vae.json").display()).replace(':', "%3A").replace(',', "%2C");
     let first = s.lines().next().unwrap();
-    assert!(first.starts_with(&format!("::error file={shipped},title=vramfit emit --check::a fresh emit")), "{first}");
+    // The line of the file where the changed line is written.
+    let text = fs::read_to_string(root.path().join("fits/vae.json")).unwrap();
+    let at = text.lines().position(|l| l.contains("\"slope\": \"4452.00\"")).unwrap() - 8 + 1;
+    assert_eq!(text.lines().nth(at - 1).unwrap().trim(), "\"vae\": \"sd\",");
+    assert!(
+        first.starts_with(&format!("::error file={shipped},line={at},title=vramfit emit --check::a fresh emit")),
+        "{first}"
+    );
     assert!(first.contains("%0Asd/decode/0/cudnn/native/any/fp16: changed, slope 4452.00 → "), "{first}");
-    assert!(s.lines().any(|l| l.starts_with("::error file=fits/policy.toml,title=vramfit ratio-bound::")), "{s}");
+    // A ratio-bound finding with no policy entry yet points at the bound itself.
+    let policy = fs::read_to_string(root.path().join("fits/policy.toml")).unwrap();
+    let bound = policy.lines().position(|l| l.starts_with("ratio_bound")).unwrap() + 1;
+    let want = format!("::error file=fits/policy.toml,line={bound},title=vramfit ratio-bound::");
+    assert!(s.lines().any(|l| l.starts_with(&want)), "{s}");
     assert!(s.trim_end().ends_with("OUT OF DATE"), "{s}");
     // The 9000 MiB point lifts the line so far that the small decodes are
     // over-reserved beyond 1.3×: emit says what verify would, writes nothing.

@@ -302,10 +302,31 @@ fn check_fails_when_rows_are_not_ingested_or_points_are_orphaned() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout_of(&out).contains("3 row(s) not ingested yet"), "{}", stdout_of(&out));
     assert_eq!(before, snapshot(root.path()));
-    // Only one of the shipped files: the others' points are orphans.
-    let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).arg(&all[0]).output().unwrap();
+    // One new file alone: only what it lacks, not the others' points.
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest", "--check"])
+        .arg(fixture("ingest/good.csv"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout_of(&out).contains("40 stored point(s) come from none of these files"), "{}", stdout_of(&out));
+    let said = stdout_of(&out);
+    assert!(said.contains("3 row(s) not ingested yet") && said.contains("good.csv:"), "{said}");
+    assert!(!said.contains("come from none"), "{said}");
+    let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).arg(&all[0]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a file already ingested: {}", stdout_of(&out));
+    // Every raw file, one of them with a row removed: that point is an orphan, on its store line.
+    let text = fs::read_to_string(&all[1]).unwrap();
+    let removed = text.lines().nth(1).unwrap().split(',').next().unwrap().to_string();
+    let kept: Vec<&str> = text.lines().enumerate().filter(|(i, _)| *i != 1).map(|(_, l)| l).collect();
+    fs::write(&all[1], kept.join("\n") + "\n").unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).args(&all).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let store = fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
+    let at = store.lines().position(|l| l.contains(&format!("\"id\":\"{removed}\""))).unwrap() + 1;
+    assert!(stdout_of(&out).contains("1 stored point(s) come from none of these files: "), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).contains(&format!("vae.json:{at} ({removed})")), "{}", stdout_of(&out));
 }
 
 #[test]
@@ -586,9 +607,9 @@ fn check_with_format_github_annotates_the_drift() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     let error = text.lines().find(|l| l.starts_with("::error ")).expect("an annotation");
-    let store = root.path().join("measurements/vae.json").display().to_string().replace(':', "%3A");
-    let want =
-        format!("::error file={store},title=vramfit ingest --check::1 row(s) of these files are not in the store");
+    // On the row itself.
+    let file = files.last().unwrap().display().to_string().replace(':', "%3A");
+    let want = format!("::error file={file},line=2,title=vramfit ingest --check::row new-row-");
     assert!(error.starts_with(&want), "{error}");
-    assert!(error.contains("new-row-") && error.contains("%0Arun `vramfit ingest`"), "{error}");
+    assert!(error.contains("run `vramfit ingest` on this file"), "{error}");
 }

@@ -318,7 +318,10 @@ fn has_any_os_platform() -> bool {
 fn the_bundled_coefficients_are_the_shipped_file() {
     let bundled = std::fs::read(repo().join("python/vramfit/vae.json")).unwrap();
     let shipped = std::fs::read(coefficients_path()).unwrap();
-    assert!(bundled == shipped, "python/vramfit/vae.json differs from fits/vae.json: run `vramfit emit`, which writes both");
+    assert!(
+        bundled == shipped,
+        "python/vramfit/vae.json differs from fits/vae.json: run `vramfit emit`, which writes both"
+    );
 }
 
 #[test]

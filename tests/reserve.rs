@@ -443,11 +443,13 @@ fn inside_a_root_whose_file_differs_the_compiled_in_answer_says_so() {
     assert_eq!(stderr_of(&ask(&[])), "");
     // A freshly emitted one that differs: the answer warns, and names the way to use it.
     let file: serde_json::Value = serde_json::from_str(vramfit::coefficients::EMBEDDED).unwrap();
-    let slope = file["lines"].as_array().unwrap().iter().find(|l| l["vae"] == "sd" && l["op"] == "decode").unwrap()["slope"]
+    let slope = file["lines"].as_array().unwrap().iter().find(|l| l["vae"] == "sd" && l["op"] == "decode").unwrap()
+        ["slope"]
         .as_str()
         .unwrap()
         .to_string();
-    let edited = vramfit::coefficients::EMBEDDED.replacen(&format!("\"slope\": \"{slope}\""), "\"slope\": \"9999.00\"", 1);
+    let edited =
+        vramfit::coefficients::EMBEDDED.replacen(&format!("\"slope\": \"{slope}\""), "\"slope\": \"9999.00\"", 1);
     assert_ne!(edited, vramfit::coefficients::EMBEDDED);
     fs::write(&local, &edited).unwrap();
     let out = ask(&[]);

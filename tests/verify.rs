@@ -351,6 +351,59 @@ fn version_mismatch() {
 }
 
 #[test]
+fn every_github_annotation_carries_a_file_and_a_line() {
+    // A store edit, a policy edit and a shipped-file edit at once.
+    let root = scratch();
+    edit(&root.path().join("fits/vae.json"), "\"base_mib\": 36", "\"base_mib\": 37");
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, format!("{text}\n[[exclude]]\nid = \"no-such-point\"\nreason = \"test\"\n")).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "github", "verify"]).output().unwrap();
+    let s = stdout_of(&out);
+    let annotations: Vec<&str> = s.lines().filter(|l| l.starts_with("::")).collect();
+    assert!(annotations.len() >= 2, "{s}");
+    for a in &annotations {
+        assert!(a.starts_with("::error file=") && a.contains(",line="), "{a}");
+    }
+    let unknown = annotations.iter().find(|a| a.contains("no-such-point")).expect("the stale id");
+    let at = fs::read_to_string(&policy).unwrap().lines().position(|l| l.contains("no-such-point")).unwrap() + 1;
+    assert!(unknown.contains(&format!("line={at},")), "{unknown}");
+}
+
+#[test]
+fn an_input_error_is_an_annotation_on_its_row() {
+    let root = scratch();
+    let f = root.path().join("new.csv");
+    fs::write(
+        &f,
+        "source,conv_backend,allocator,model,op,run_dtype,width,height,reserved_mib\n\
+         me,cudnn,native,sdxl,decode,fp16,512,512,100\n\
+         me,cudnn,native,hunyuan,decode,fp16,512,512,100\n",
+    )
+    .unwrap();
+    let out = vramfit().current_dir(root.path()).args(["--format", "github", "ingest", "new.csv"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout_of(&out).starts_with("::error file=new.csv,line=3,title=vramfit%3A input error::new.csv:3: model:"),
+        "{}",
+        stdout_of(&out)
+    );
+    assert!(stderr_of(&out).contains("error: new.csv:3: model: unknown model 'hunyuan'"));
+    // A broken store is annotated on the point's own line.
+    let store = root.path().join("measurements/vae.json");
+    let text = fs::read_to_string(&store).unwrap();
+    let at = text.lines().position(|l| l.contains("\"id\":\"i7785061-sdxl-decode-fp16-1024x1024\"")).unwrap() + 1;
+    fs::write(&store, text.replace("\"demand_bytes\":4481613824", "\"demand_bytes\":4481613825")).unwrap();
+    let out = vramfit().current_dir(root.path()).args(["--format", "github", "verify"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout_of(&out).starts_with(&format!("::error file=measurements/vae.json,line={at},")),
+        "{}",
+        stdout_of(&out)
+    );
+}
+
+#[test]
 fn github_format_annotates_the_file() {
     let root = scratch();
     edit(&root.path().join("fits/vae.json"), "\"slope\": \"4452.00\"", "\"slope\": \"4452.01\"");
@@ -358,10 +411,12 @@ fn github_format_annotates_the_file() {
     assert_eq!(out.status.code(), Some(1));
     let s = stdout_of(&out);
     let line = s.lines().find(|l| l.contains("title=vramfit reproduce")).unwrap();
-    assert!(
-        line.starts_with("::error file=fits/vae.json,title=vramfit reproduce::[sd/decode/0/cudnn/native/any/fp16]"),
-        "{line}"
-    );
+    // `line=` is the edited field's own line in the file.
+    let text = fs::read_to_string(root.path().join("fits/vae.json")).unwrap();
+    let at = text.lines().position(|l| l.contains("\"slope\": \"4452.01\"")).unwrap() + 1;
+    let want =
+        format!("::error file=fits/vae.json,line={at},title=vramfit reproduce::[sd/decode/0/cudnn/native/any/fp16]");
+    assert!(line.starts_with(&want), "{line}");
     assert!(!line.contains('\n'));
 }
 

@@ -128,13 +128,42 @@ where
     let progress: Box<dyn crate::progress::Progress> =
         if terminal.stderr_is_terminal { Box::new(bar::Bar::new()) } else { Box::new(crate::progress::Silent) };
     let streams = Streams { color: color_err, progress: progress.as_ref() };
+    let github = matches!(cli.format, FormatArg::Github);
     match crate::report::with_style(terminal.table_style(), || run(cli, env, &streams, out, err)) {
         Ok(code) => code,
         Err(e) => {
-            let _ = writeln!(err, "{} {e:#}", prefix("error", color_err));
+            let message = format!("{e:#}");
+            let _ = writeln!(err, "{} {message}", prefix("error", color_err));
+            // In CI the same error is an annotation on the file and line at fault.
+            if github {
+                emit(out, &error_annotation(&message));
+            }
             EXIT_INPUT
         }
     }
+}
+
+/// An input error as a GitHub annotation: on the `FILE:LINE` it starts
+/// with; on the store line of the point it names; on the line a TOML error
+/// gives; else on the file's first line; with no file, on none.
+fn error_annotation(message: &str) -> String {
+    let title = "vramfit: input error";
+    let Some((file, line)) = crate::places::message_place(message) else {
+        let esc = message.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+        return format!("::error title={}::{esc}\n", title.replace(':', "%3A"));
+    };
+    let line = line.or_else(|| {
+        let point = message.split("point '").nth(1).and_then(|r| r.split('\'').next());
+        let text = || std::fs::read_to_string(&file).ok();
+        match point {
+            Some(id) => text().and_then(|t| crate::places::store_line(&t, id)),
+            None => message
+                .split("at line ")
+                .nth(1)
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok())),
+        }
+    });
+    crate::report::annotation("error", &file, line.unwrap_or(1), title, message)
 }
 
 /// The program's version and the coefficients compiled into it: the

@@ -49,6 +49,9 @@ pub struct EmitReport {
     pub findings: Vec<Finding>,
     /// The Python package's copy of the file, where the root holds the package.
     pub bundled: Option<BundledCopy>,
+    /// The 1-based line of the file where the first changed line is written
+    /// (1 when it is new or the file is; the `line=` of `--check`'s annotation).
+    pub changed_at: u64,
 }
 
 /// The Python package's copy of `fits/vae.json` (`python/vramfit/vae.json`):

@@ -105,14 +105,24 @@ pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
             Some(BundledCopy { file: crate::fsio::shown(&copy), stale, written })
         }
     };
+    let changes = diff(old, &file);
+    let old_text = old_bytes.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+    let changed_at = changes
+        .iter()
+        .filter(|c| c.change != crate::coefficients::emit::Change::Unchanged)
+        .find_map(|c| crate::places::coefficients_line(&old_text, &c.key, None))
+        .unwrap_or(1);
+    let mut findings = findings;
+    crate::places::locate(&mut findings, root);
     Ok(EmitReport {
         file: crate::fsio::shown(&path),
         check,
         changed,
         written,
         force,
-        changes: diff(old, &file),
+        changes,
         findings,
         bundled,
+        changed_at,
     })
 }

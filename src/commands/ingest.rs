@@ -5,7 +5,7 @@ use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::row::Rows;
 use crate::points::store;
-use crate::points::summary::{FileSummary, IngestReport};
+use crate::points::summary::{FileSummary, IngestReport, Placed};
 use crate::policy;
 use crate::progress::Progress;
 use crate::workspace::Workspace;
@@ -91,15 +91,32 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
         crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry, progress));
     let (all, sizes) = per_file?;
     let stored = stored?;
-    // What only `--check` reports: ids the files hold that the store lacks,
-    // and stored ids none of the files produce.
+    // What only `--check` reports: rows of the files the store lacks, and,
+    // when the files are the whole raw folder, stored points none produces.
+    let orphans_checked = opts.check && covers_the_raw_folder(&ws, &opts.files);
     let (missing, orphans) = if opts.check {
         let from_files: BTreeSet<&str> = all.points.iter().map(|p| p.id.as_str()).collect();
         let stored_ids: BTreeSet<&str> = stored.iter().map(|p| p.id.as_str()).collect();
-        (
-            from_files.iter().filter(|id| !stored_ids.contains(*id)).map(|s| s.to_string()).collect(),
-            stored.iter().filter(|p| !from_files.contains(p.id.as_str())).map(|p| p.id.to_string()).collect(),
-        )
+        let missing = all
+            .points
+            .iter()
+            .zip(&all.origins)
+            .filter(|(p, _)| !stored_ids.contains(p.id.as_str()))
+            .map(|(p, at)| Placed { id: p.id.to_string(), file: at.file.to_string(), line: at.line })
+            .collect();
+        let store = crate::fsio::shown(&ws.points_path());
+        // The store is one point a line after its first line, in id order.
+        let orphans = if orphans_checked {
+            stored
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !from_files.contains(p.id.as_str()))
+                .map(|(i, p)| Placed { id: p.id.to_string(), file: store.clone(), line: i as u64 + 2 })
+                .collect()
+        } else {
+            vec![]
+        };
+        (missing, orphans)
     } else {
         (vec![], vec![])
     };
@@ -148,9 +165,30 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
         lines,
         missing,
         orphans,
+        orphans_checked,
         up_to_date,
         notes,
     })
+}
+
+/// Whether `files` name every CSV of the root's `measurements/raw/` (what
+/// CI checks): only then is a stored point that none of them produces an
+/// orphan rather than a row of some other file.
+fn covers_the_raw_folder(ws: &Workspace, files: &[PathBuf]) -> bool {
+    let raw = ws.root().join("measurements").join("raw");
+    let Ok(entries) = std::fs::read_dir(&raw) else { return false };
+    let given: BTreeSet<PathBuf> = files.iter().filter_map(|f| f.canonicalize().ok()).collect();
+    let mut any = false;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "csv") {
+            any = true;
+            if !p.canonicalize().is_ok_and(|c| given.contains(&c)) {
+                return false;
+            }
+        }
+    }
+    any
 }
 
 /// Rows given twice in this input with the same content: counted once,

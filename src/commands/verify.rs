@@ -16,6 +16,12 @@ pub fn run(root: &Path) -> Result<VerifyReport> {
 /// Verifies with a pricer made from the shipped coefficients by `make`: the
 /// seam through which a test hands in a deliberately broken pricer.
 pub fn run_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Result<VerifyReport> {
+    let mut report = audit(root, make)?;
+    crate::places::locate(&mut report.findings, root);
+    Ok(report)
+}
+
+fn audit(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Result<VerifyReport> {
     let ws = Workspace::new(root);
     let path = ws.coefficients_path();
     let shown = crate::fsio::shown(&path);

@@ -19,6 +19,22 @@ pub struct FileSummary {
     pub unchanged: usize,
 }
 
+/// A point or row named by where it is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Placed {
+    pub id: String,
+    /// The file it is in (a CSV for a row, the store for a point).
+    pub file: String,
+    /// Its 1-based line there.
+    pub line: u64,
+}
+
+impl std::fmt::Display for Placed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{} ({})", self.file, self.line, self.id)
+    }
+}
+
 /// What `ingest` did (or, with `--check`, would do).
 #[derive(Debug, Clone, Serialize)]
 pub struct IngestReport {
@@ -36,10 +52,15 @@ pub struct IngestReport {
     pub added: usize,
     /// Points per line key, after the policy's OS grouping.
     pub lines: BTreeMap<String, usize>,
-    /// With `--check`: ids the files hold that the store lacks.
-    pub missing: Vec<String>,
-    /// With `--check`: stored ids that none of the files produce.
-    pub orphans: Vec<String>,
+    /// With `--check`: the rows of the files the store lacks, by file and line.
+    pub missing: Vec<Placed>,
+    /// With `--check` over every CSV of `measurements/raw/`: stored points
+    /// none of the files produce (a hand edit), by their line in the store.
+    pub orphans: Vec<Placed>,
+    /// Whether orphans were looked for: only when the files given are the
+    /// whole of `measurements/raw/*.csv` does "no file produces it" mean
+    /// anything (a check of one new file reports only what it lacks).
+    pub orphans_checked: bool,
     /// Whether the store is up to date with the files (`--check` exits 1 when not).
     pub up_to_date: bool,
     /// Things the maintainer should know about the rows this run added:

@@ -188,10 +188,10 @@ impl Report for EmitReport {
                 "a fresh emit would change this file; run `vramfit emit` and commit it\n{}",
                 changed.join("\n")
             );
-            s.push_str(&super::annotation("error", &self.file, "vramfit emit --check", &msg));
+            s.push_str(&super::annotation("error", &self.file, self.changed_at, "vramfit emit --check", &msg));
         }
         if let Some(b) = self.bundled.as_ref().filter(|b| self.check && b.stale) {
-            s.push_str(&super::annotation("error", &b.file, "vramfit emit --check", &bundled_message(self)));
+            s.push_str(&super::annotation("error", &b.file, 1, "vramfit emit --check", &bundled_message(self)));
         }
         s.push_str(&super::verify::findings_annotations(&self.findings));
         s.push_str(&bundled_line(self));

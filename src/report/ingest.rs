@@ -18,14 +18,14 @@ impl Report for IngestReport {
             s.push_str(&format!(
                 "  {} row(s) not ingested yet: {}\n  run `vramfit ingest` on the same files\n",
                 self.missing.len(),
-                self.missing.join(", ")
+                listed(&self.missing)
             ));
         }
         if !self.orphans.is_empty() {
             s.push_str(&format!(
                 "  {} stored point(s) come from none of these files: {}\n",
                 self.orphans.len(),
-                self.orphans.join(", ")
+                listed(&self.orphans)
             ));
         }
         for n in &self.notes {
@@ -39,24 +39,21 @@ impl Report for IngestReport {
     fn github(&self) -> Option<String> {
         let mut s = String::new();
         let title = "vramfit ingest --check";
-        if !self.missing.is_empty() {
-            let msg = format!(
-                "{} row(s) of these files are not in the store: {}\nrun `vramfit ingest` on the same files and commit the store",
-                self.missing.len(),
-                self.missing.join(", ")
-            );
-            s.push_str(&super::annotation("error", &self.store, title, &msg));
+        // One annotation per row, on the row itself.
+        for m in &self.missing {
+            let msg =
+                format!("row {} is not in the store; run `vramfit ingest` on this file and commit the store", m.id);
+            s.push_str(&super::annotation("error", &m.file, m.line, title, &msg));
         }
-        if !self.orphans.is_empty() {
+        for o in &self.orphans {
             let msg = format!(
-                "{} stored point(s) come from none of these files: {}",
-                self.orphans.len(),
-                self.orphans.join(", ")
+                "stored point {} comes from none of measurements/raw/*.csv (a hand edit, or its row was removed)",
+                o.id
             );
-            s.push_str(&super::annotation("error", &self.store, title, &msg));
+            s.push_str(&super::annotation("error", &o.file, o.line, title, &msg));
         }
         for n in &self.notes {
-            s.push_str(&super::annotation("warning", &self.store, "vramfit ingest", n));
+            s.push_str(&super::annotation("warning", &self.store, 1, "vramfit ingest", n));
         }
         s.push_str(&headline(self));
         Some(s)
@@ -76,4 +73,14 @@ fn headline(r: &IngestReport) -> String {
             if r.written { "" } else { ", nothing written" }
         ),
     }
+}
+
+/// Places as `file:line (id)`, the first 20 and then how many more.
+fn listed(places: &[crate::points::summary::Placed]) -> String {
+    const SHOWN: usize = 20;
+    let mut parts: Vec<String> = places.iter().take(SHOWN).map(ToString::to_string).collect();
+    if places.len() > SHOWN {
+        parts.push(format!("… and {} more", places.len() - SHOWN));
+    }
+    parts.join(", ")
 }

@@ -65,10 +65,10 @@ pub use grid::{grid, with_style, TableStyle};
 
 /// A GitHub Actions workflow command (`::error file=F,title=T::message`),
 /// its message escaped as the runner reads it (`%`, CR and LF).
-pub fn annotation(level: &str, file: &str, title: &str, message: &str) -> String {
+pub fn annotation(level: &str, file: &str, line: u64, title: &str, message: &str) -> String {
     let esc = |t: &str| t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
     let prop = |t: &str| esc(t).replace(':', "%3A").replace(',', "%2C");
-    format!("::{level} file={},title={}::{}\n", prop(file), prop(title), esc(message))
+    format!("::{level} file={},line={line},title={}::{}\n", prop(file), prop(title), esc(message))
 }
 
 /// A markdown table.

@@ -25,7 +25,7 @@ pub(super) fn findings_annotations(findings: &[Finding]) -> String {
         if !f.points.is_empty() {
             msg.push_str(&format!("\npoints: {}", f.points.join(", ")));
         }
-        s.push_str(&super::annotation("error", f.file, &format!("vramfit {}", f.code), &msg));
+        s.push_str(&super::annotation("error", f.file, f.at.unwrap_or(1), &format!("vramfit {}", f.code), &msg));
     }
     s
 }

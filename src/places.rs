@@ -1,0 +1,168 @@
+//! Where in a file a finding or an input error is: the line a CI
+//! annotation (`::error file=…,line=…`) points at, so a reviewer lands on
+//! the row, the line of `fits/vae.json` or the policy entry at fault.
+//!
+//! Pure functions over a file's text; the callers read the files. A place
+//! that cannot be found falls back to the file's first line, so every
+//! annotation carries a line.
+
+/// The 1-based line where the shipped line `key` (`vae/op/tile/backend/allocator/os/dtype`)
+/// is written in a pretty-printed coefficients file, and, when `field` is
+/// given, the line of that field inside it.
+pub fn coefficients_line(text: &str, key: &str, field: Option<&str>) -> Option<u64> {
+    const FIELDS: [&str; 7] = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"];
+    let parts: Vec<&str> = key.split('/').collect();
+    if parts.len() != FIELDS.len() {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let value_of = |line: &str, name: &str| -> Option<String> {
+        let rest = line.trim().strip_prefix(&format!("\"{name}\":"))?;
+        Some(rest.trim().trim_end_matches(',').trim_matches('"').to_string())
+    };
+    for (i, line) in lines.iter().enumerate() {
+        if value_of(line, "vae").as_deref() != Some(parts[0]) {
+            continue;
+        }
+        // The key's fields follow `vae` in order, one a line.
+        let window = &lines[i..lines.len().min(i + FIELDS.len())];
+        let matches =
+            FIELDS.iter().zip(&parts).zip(window).all(|((f, want), l)| value_of(l, f).as_deref() == Some(*want));
+        if !matches {
+            continue;
+        }
+        let Some(field) = field else { return Some(i as u64 + 1) };
+        // The field inside this object: before the object closes.
+        let found = lines[i..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with('}'))
+            .position(|l| l.trim_start().starts_with(&format!("\"{field}\"")));
+        return Some(found.map_or(i, |j| i + j) as u64 + 1);
+    }
+    None
+}
+
+/// The line of a top-level field of a pretty-printed JSON file (`"margin":`).
+pub fn json_field_line(text: &str, field: &str) -> Option<u64> {
+    let wanted = format!("\"{field}\":");
+    text.lines().position(|l| l.trim_start().starts_with(&wanted)).map(|i| i as u64 + 1)
+}
+
+/// The line of the store (one point a line) that holds point `id`.
+pub fn store_line(text: &str, id: &str) -> Option<u64> {
+    let wanted = format!("{{\"id\":{}", serde_json::to_string(id).ok()?);
+    text.lines().position(|l| l.starts_with(&wanted)).map(|i| i as u64 + 1)
+}
+
+/// The line of the policy that names `id` (`id = "…"` in an `[[exclude]]`,
+/// `[[keep]]` or `[[exception]]` table).
+pub fn policy_id_line(text: &str, id: &str) -> Option<u64> {
+    text.lines()
+        .position(|l| {
+            let t = l.trim();
+            t.strip_prefix("id")
+                .map(str::trim_start)
+                .and_then(|r| r.strip_prefix('='))
+                .map(|r| r.trim().trim_matches('"'))
+                == Some(id)
+        })
+        .map(|i| i as u64 + 1)
+}
+
+/// The line of a top-level policy setting (`ratio_bound = …`).
+pub fn policy_key_line(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .position(|l| l.trim_start().strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('=')))
+        .map(|i| i as u64 + 1)
+}
+
+/// `(file, line)` of an error message that starts `FILE:LINE: …` (every
+/// row error does), else the file a message starts with (`FILE: …`) and no line.
+pub fn message_place(message: &str) -> Option<(String, Option<u64>)> {
+    let head = message.split(": ").next()?;
+    if let Some((file, line)) = head.rsplit_once(':') {
+        if let Ok(n) = line.parse::<u64>() {
+            return (!file.is_empty()).then(|| (file.to_string(), Some(n)));
+        }
+    }
+    // A path-like head: it names a file (has an extension or a folder).
+    let looks_like_file = !head.contains(' ') && (head.contains('/') || head.contains('.'));
+    looks_like_file.then(|| (head.to_string(), None))
+}
+
+/// Sets `at` on every finding: the line of its file to look at, read from
+/// the files under `root` (each read once, and the store only when a
+/// finding points into it); the first line where nothing closer is found.
+pub fn locate(findings: &mut [crate::findings::Finding], root: &std::path::Path) {
+    use crate::findings::{Code, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
+    if findings.is_empty() {
+        return;
+    }
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+    let shipped = findings.iter().any(|f| f.file == SHIPPED_FILE).then(|| read(SHIPPED_FILE)).unwrap_or_default();
+    let policy = findings.iter().any(|f| f.file == POLICY_FILE).then(|| read(POLICY_FILE)).unwrap_or_default();
+    let store = findings.iter().any(|f| f.file == POINTS_FILE).then(|| read(POINTS_FILE)).unwrap_or_default();
+    let store_index: std::collections::HashMap<&str, u64> = store
+        .lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let rest = l.strip_prefix("{\"id\":\"")?;
+            Some((&rest[..rest.find('"')?], i as u64 + 1))
+        })
+        .collect();
+    for f in findings.iter_mut() {
+        let found = match f.file {
+            SHIPPED_FILE => {
+                let field = f.path.as_deref().and_then(|p| p.rsplit_once("].")).map(|(_, field)| field);
+                let field = field.map(|x| x.split(['.', '[']).next().unwrap_or(x));
+                match (&f.line, &f.path) {
+                    (Some(key), _) => coefficients_line(&shipped, key, field),
+                    (None, Some(path)) => {
+                        let top = path.split(['.', '[']).next().unwrap_or(path);
+                        let key = path.strip_prefix("lines[").and_then(|r| r.split(']').next());
+                        key.and_then(|k| coefficients_line(&shipped, k, field))
+                            .or_else(|| json_field_line(&shipped, top))
+                    }
+                    (None, None) => None,
+                }
+            }
+            POLICY_FILE => f.points.iter().find_map(|id| policy_id_line(&policy, id)).or_else(|| match f.code {
+                Code::RatioBound | Code::Settings => policy_key_line(&policy, "ratio_bound"),
+                Code::Margin => policy_key_line(&policy, "margin"),
+                _ => None,
+            }),
+            POINTS_FILE => f.points.iter().find_map(|id| store_index.get(id.as_str()).copied()),
+            _ => None,
+        };
+        f.at = Some(found.unwrap_or(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "{\n  \"margin\": \"0.05\",\n  \"lines\": [\n    {\n      \"vae\": \"sd\",\n      \"op\": \"decode\",\n      \"tile\": 0,\n      \"conv_backend\": \"cudnn\",\n      \"allocator\": \"native\",\n      \"os\": \"any\",\n      \"dtype\": \"fp16\",\n      \"kind\": \"fitted\",\n      \"slope\": \"4452.00\"\n    },\n    {\n      \"vae\": \"sd\",\n      \"op\": \"decode\",\n      \"tile\": 0,\n      \"conv_backend\": \"cudnn\",\n      \"allocator\": \"native\",\n      \"os\": \"any\",\n      \"dtype\": \"fp32\",\n      \"slope\": \"5435.48\"\n    }\n  ]\n}\n";
+
+    #[test]
+    fn a_line_and_its_field_are_found_by_the_whole_key() {
+        assert_eq!(coefficients_line(FILE, "sd/decode/0/cudnn/native/any/fp16", None), Some(5));
+        assert_eq!(coefficients_line(FILE, "sd/decode/0/cudnn/native/any/fp32", Some("slope")), Some(23));
+        assert_eq!(coefficients_line(FILE, "sd/decode/0/cudnn/native/any/bf16", None), None);
+        assert_eq!(json_field_line(FILE, "margin"), Some(2));
+    }
+
+    #[test]
+    fn store_policy_and_message_places() {
+        let store =
+            "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[\n{\"id\":\"a\",\"x\":1},\n{\"id\":\"b\"}\n]}\n";
+        assert_eq!(store_line(store, "b"), Some(3));
+        assert_eq!(store_line(store, "c"), None);
+        let policy = "margin = 0.05\nratio_bound = 1.3\n\n[[exclude]]\nid = \"p1\"\nreason = \"x\"\n";
+        assert_eq!(policy_id_line(policy, "p1"), Some(5));
+        assert_eq!(policy_key_line(policy, "ratio_bound"), Some(2));
+        assert_eq!(message_place("new.csv:8: model: unknown model 'hunyuan'"), Some(("new.csv".into(), Some(8))));
+        assert_eq!(message_place("measurements/vae.json: point 'x': …"), Some(("measurements/vae.json".into(), None)));
+        assert_eq!(message_place("--batch must be at least 1"), None);
+    }
+}
