@@ -98,10 +98,15 @@ pub fn locate(findings: &mut [crate::findings::Finding], root: &std::path::Path)
     if findings.is_empty() {
         return;
     }
-    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap_or_default();
-    let shipped = findings.iter().any(|f| f.file == SHIPPED_FILE).then(|| read(SHIPPED_FILE)).unwrap_or_default();
-    let policy = findings.iter().any(|f| f.file == POLICY_FILE).then(|| read(POLICY_FILE)).unwrap_or_default();
-    let store = findings.iter().any(|f| f.file == POINTS_FILE).then(|| read(POINTS_FILE)).unwrap_or_default();
+    // Each file read only when a finding points into it.
+    let read = |rel: &str| {
+        if findings.iter().any(|f| f.file == rel) {
+            std::fs::read_to_string(root.join(rel)).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let (shipped, policy, store) = (read(SHIPPED_FILE), read(POLICY_FILE), read(POINTS_FILE));
     let store_index: std::collections::HashMap<&str, u64> = store
         .lines()
         .enumerate()
