@@ -124,6 +124,7 @@ fn pipeline(bencher: divan::Bencher, n: usize) {
         files: vec![csv_path],
         from: vramfit::commands::ingest::InputFormat::Csv,
         check: false,
+        allow_simulated: false,
     };
     bencher.with_inputs(|| std::fs::remove_file(dir.join("measurements/vae.json")).unwrap()).bench_values(|()| {
         vramfit::commands::ingest::run(&dir, &opts, &vramfit::progress::Silent).unwrap();

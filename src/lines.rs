@@ -45,6 +45,8 @@ pub struct PricedPoint {
     pub demand: u64,
     /// The line's price at the point's size (None for an insufficient line).
     pub reserve: Option<u64>,
+    /// Made on a simulated device (`Point::is_simulated`).
+    pub simulated: bool,
 }
 
 /// A line with everything `fit`, `emit` and `verify` need to know about it.
@@ -163,7 +165,13 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
                 .map(|r| fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels))
                 .transpose()
                 .map_err(|e| anyhow!("line {key}, point {}: {e}", p.id))?;
-            Ok(PricedPoint { id: p.id.clone(), pixels: p.pixels, demand: p.demand_bytes, reserve })
+            Ok(PricedPoint {
+                id: p.id.clone(),
+                pixels: p.pixels,
+                demand: p.demand_bytes,
+                reserve,
+                simulated: p.is_simulated(),
+            })
         })
         .collect::<Result<_>>()?;
     // Ratios are compared as fractions (cross-multiplied in u128), and only

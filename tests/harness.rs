@@ -81,7 +81,21 @@ fn a_fake_run_is_ingested_resumed_and_keeps_oom_points_apart() {
     // vramfit takes the file as it is.
     let root = tempfile::tempdir().unwrap();
     copy_dir(&repo().join("fits"), &root.path().join("fits"));
-    let ingest = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "ingest", &csv]).output().unwrap();
+    // Simulated rows never reach a store by accident: refused, naming the rows, nothing written.
+    let before = snapshot(root.path());
+    let refused = vramfit().arg("--root").arg(root.path()).args(["ingest", &csv]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr_of(&refused);
+    assert!(err.contains(&format!("{csv}:2: device: 72 row(s) were made on a simulated device")), "{err}");
+    assert!(err.contains("--allow-simulated"), "{err}");
+    assert_eq!(before, snapshot(root.path()));
+    // vramfit takes the file as it is when asked to.
+    let ingest = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "ingest", "--allow-simulated", &csv])
+        .output()
+        .unwrap();
     assert_eq!(ingest.status.code(), Some(0), "{}", stderr_of(&ingest));
     let report = json_of(&ingest);
     assert_eq!(report["added"], 72);
@@ -158,4 +172,39 @@ fn every_shipped_config_names_its_source_and_a_registered_family() {
         n += 1;
     }
     assert_eq!(n, 7, "SD1.5, SDXL, FLUX.1, FLUX.2, SD3, CogView4, Qwen-Image");
+}
+
+#[test]
+fn an_answer_priced_from_simulated_points_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        "plan.toml",
+        "runs = 1\n[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\n\
+         sizes = [\"512x512\", \"1024x1024\", \"1536x1536\"]\nallocators = [\"expandable_segments\"]\n",
+    );
+    let csv = dir.path().join("fake.csv").display().to_string();
+    assert_eq!(harness(&["--device", "fake", "--plan", &plan, "--out", &csv]).status.code(), Some(0));
+    let root = scratch();
+    vramfit().arg("--root").arg(root.path()).args(["ingest", "--allow-simulated", &csv]).assert().code(0);
+    vramfit().arg("--root").arg(root.path()).args(["emit", "--force"]).output().unwrap();
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
+    let line = file["lines"].as_array().unwrap().iter().find(|l| l["allocator"] == "expandable_segments").unwrap();
+    assert_eq!(line["simulated_points"], 3);
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"])
+        .args(["--allocator", "expandable_segments"])
+        .output()
+        .unwrap();
+    let j = json_of(&out);
+    let warnings = j["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("3 point(s) made on a simulated device")), "{j}");
+    // Lines of real measurements carry no such field.
+    let shipped = std::fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let shipped_fake = shipped.contains("simulated_points");
+    let store = std::fs::read_to_string(repo().join("measurements/vae.json")).unwrap();
+    assert_eq!(shipped_fake, store.contains("\"device\":\"fake\""));
 }

@@ -188,6 +188,8 @@ class _Line:
     base_mib: int
     carried: bool
     size_range: Optional[Tuple[int, int]]
+    #: Points made on a simulated device (0 in every file of real measurements).
+    simulated_points: int = 0
 
     def at(self, pixels):
         per_pixel = -(-(self.slope_centi * pixels) // 100)
@@ -321,6 +323,7 @@ class Coefficients:
                 base_mib=int(_key_field(l, "base_mib", "%s: line %s" % (where, key))),
                 carried=l.get("kind") == "carried",
                 size_range=(int(rng[0]), int(rng[1])) if rng else None,
+                simulated_points=int(l.get("simulated_points", 0)),
             )
         self.ordered = sorted(self.lines.items(), key=lambda kv: kv[0].sort_key())
         self.registry = _key_field(data, "registry", where)
@@ -533,6 +536,10 @@ class Coefficients:
             warnings.append(
                 "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
                 "previous estimator's guess, not a measurement" % key.vae)
+        if coef is not None and coef.simulated_points > 0:
+            warnings.append(
+                "%s rests on %d point(s) made on a simulated device (ingested with --allow-simulated): a memory "
+                "model's figures, not measurements" % (priced_by or key, coef.simulated_points))
         if rule == "any-os-line":
             warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
                             % priced_by)

@@ -156,6 +156,10 @@ pub(super) struct IngestArgs {
     /// Do not write: exit 1 when the store is not up to date with FILEs.
     #[arg(long)]
     pub(super) check: bool,
+    /// Take rows made on a simulated device (`device = fake`, "SIMULATED"):
+    /// refused otherwise; every answer priced from them says so.
+    #[arg(long)]
+    pub(super) allow_simulated: bool,
     /// Input format.
     #[arg(long, value_enum, default_value_t = FromArg::Csv)]
     pub(super) from: FromArg,

@@ -61,7 +61,7 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
     if a.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         anyhow::bail!("`-` (standard input) can be read only once: give it once");
     }
-    Ok(ingest::IngestOptions { files: a.files, from, check: a.check })
+    Ok(ingest::IngestOptions { files: a.files, from, check: a.check, allow_simulated: a.allow_simulated })
 }
 
 /// Runs one command line with an explicit environment and output streams,

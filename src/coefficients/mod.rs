@@ -111,6 +111,15 @@ pub struct ShippedLine {
     pub exceptions: Vec<String>,
     /// Why a carried line is carried.
     pub reason: Option<String>,
+    /// Included points made on a simulated device (ingested with
+    /// `--allow-simulated`); every answer priced by the line says so.
+    /// Absent when none, as in every file of real measurements.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub simulated_points: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The unrounded envelope.
@@ -187,6 +196,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
                 max_ratio: l.max_ratio.map(|m| m.to_decimal_ceil(4)),
                 exceptions: l.exceptions.iter().map(|e| e.to_string()).collect(),
                 reason: l.reason.clone(),
+                simulated_points: l.points.iter().filter(|p| p.simulated).count(),
             }),
         }
     }

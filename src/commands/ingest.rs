@@ -29,6 +29,8 @@ pub struct IngestOptions {
     pub from: InputFormat,
     /// Only compare: exit 1 when the store is not up to date with the files.
     pub check: bool,
+    /// Take rows made on a simulated device (refused otherwise).
+    pub allow_simulated: bool,
 }
 
 /// How standard input (`-`) is named in messages and the summary.
@@ -90,6 +92,9 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
     let (stored, per_file) =
         crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry, progress));
     let (all, sizes) = per_file?;
+    if !opts.allow_simulated {
+        refuse_simulated(&all)?;
+    }
     let stored = stored?;
     // What only `--check` reports: rows of the files the store lacks, and,
     // when the files are the whole raw folder, stored points none produces.
@@ -169,6 +174,25 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
         up_to_date,
         notes,
     })
+}
+
+/// Rows a simulated device made would fit lines to a memory model's
+/// figures: an input error naming them, unless `--allow-simulated`.
+fn refuse_simulated(rows: &Rows) -> Result<()> {
+    let at: Vec<String> =
+        rows.points.iter().zip(&rows.origins).filter(|(p, _)| p.is_simulated()).map(|(_, o)| o.to_string()).collect();
+    if let Some(first) = at.first() {
+        let shown: Vec<&str> = at.iter().take(10).map(String::as_str).collect();
+        let more = if at.len() > 10 { format!(" and {} more", at.len() - 10) } else { String::new() };
+        anyhow::bail!(
+            "{first}: device: {} row(s) were made on a simulated device (device = fake, or SIMULATED in the note): \
+             {}{more}; they are a memory model's figures, not measurements. Nothing was written; \
+             `--allow-simulated` takes them (for a scratch root), and every answer priced from them says so",
+            at.len(),
+            shown.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Whether `files` name every CSV of the root's `measurements/raw/` (what

@@ -94,6 +94,16 @@ impl fmt::Display for LineKey {
 }
 
 impl Point {
+    /// Whether the row says it was made on a simulated device (the
+    /// harness's `--device fake` writes `device = fake` and "SIMULATED" in
+    /// the note): figures of a memory model, never a measurement.
+    pub fn is_simulated(&self) -> bool {
+        let device = self.device.as_deref().unwrap_or_default().trim().to_ascii_lowercase();
+        device == "fake"
+            || device.starts_with("simulated")
+            || self.note.as_deref().is_some_and(|n| n.contains("SIMULATED"))
+    }
+
     /// The point's own key, with the OS it was measured on.
     pub fn key(&self) -> LineKey {
         self.key.clone()

@@ -28,6 +28,8 @@ pub struct LineCoef {
     pub base_mib: u64,
     pub carried: bool,
     pub size_range: Option<[u64; 2]>,
+    /// Points of the line made on a simulated device.
+    pub simulated_points: usize,
 }
 
 impl LineCoef {
@@ -82,6 +84,7 @@ impl Coefficients {
                 base_mib: l.base_mib,
                 carried: l.kind == crate::lines::LineKind::Carried,
                 size_range: l.size_range,
+                simulated_points: l.simulated_points,
             };
             if sorted.insert(&l.key, coef).is_some() {
                 bail!("{source}: line {} appears twice", l.key);
@@ -441,6 +444,13 @@ impl Pricer for Coefficients {
                 "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
                  the previous estimator's guess, not a measurement",
                 s.key.vae
+            ));
+        }
+        if let Some(n) = s.coef.as_ref().map(|c| c.simulated_points).filter(|n| *n > 0) {
+            warnings.push(format!(
+                "{} rests on {n} point(s) made on a simulated device (ingested with --allow-simulated): a memory \
+                 model's figures, not measurements",
+                s.priced_by.as_ref().map_or_else(|| s.key.to_string(), |k| k.to_string())
             ));
         }
         if s.rule == Rule::AnyOsLine {
