@@ -54,6 +54,10 @@ pub struct Grid {
     pub batch: u64,
     /// Substrings a key must contain (any of them); empty: every key.
     pub keys: Vec<String>,
+    /// Keep the unchanged reservations too (`--all`); by default a diff
+    /// lists only what changed and counts the rest, so a pull request's
+    /// table is the change and nothing else.
+    pub all: bool,
 }
 
 /// One side's answer for one case.
@@ -94,8 +98,12 @@ pub struct DiffReport {
     pub before: String,
     /// What the after side is.
     pub after: String,
-    /// Every key at every grid size, sorted by key then size.
+    /// The reservations that changed (with `--all`, every key at every
+    /// grid size), sorted by key then size.
     pub cases: Vec<Case>,
+    /// Reservations asked and found the same on both sides (the same
+    /// bytes); listed in `cases` only with `--all`.
+    pub unchanged: usize,
     /// Lines added, removed or changed (slope, base, kind, support); unchanged lines left out.
     pub lines: Vec<LineChange>,
     /// Point ids behind the after side's lines but not the before side's.
@@ -106,7 +114,7 @@ pub struct DiffReport {
 
 impl Default for Grid {
     fn default() -> Grid {
-        Grid { sizes: DEFAULT_SIZES.to_vec(), batch: 1, keys: vec![] }
+        Grid { sizes: DEFAULT_SIZES.to_vec(), batch: 1, keys: vec![], all: false }
     }
 }
 
@@ -117,9 +125,15 @@ impl DiffReport {
         self.largest_growth().zip(limit).is_some_and(|(g, l)| g.cmp_exact(&l) == Ok(std::cmp::Ordering::Greater))
     }
 
-    /// The largest growth, exactly, over every case priced on both sides.
+    /// The largest growth, exactly, over every case priced on both sides
+    /// (an unchanged one grew by 0).
     pub fn largest_growth(&self) -> Option<Ratio> {
-        self.cases.iter().filter_map(|c| c.change).max_by(|a, b| a.cmp_exact(b).unwrap_or(std::cmp::Ordering::Equal))
+        let unchanged = (self.unchanged > 0).then(|| Ratio::int(0));
+        self.cases
+            .iter()
+            .filter_map(|c| c.change)
+            .chain(unchanged)
+            .max_by(|a, b| a.cmp_exact(b).unwrap_or(std::cmp::Ordering::Equal))
     }
 }
 
@@ -205,6 +219,7 @@ pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<
     }
     keys.retain(|k| grid.keys.is_empty() || grid.keys.iter().any(|f| k.to_string().contains(f.as_str())));
     let mut cases = Vec::new();
+    let mut unchanged = 0;
     for key in &keys {
         for &(w, h) in &grid.sizes {
             let q = Query::at_key(key, w, h, grid.batch);
@@ -213,6 +228,12 @@ pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<
                 (Some(x), Some(y)) if x > 0 => Ratio::new(i128::from(y) - i128::from(x), i128::from(x)).ok(),
                 _ => None,
             };
+            // Unchanged: both sides reserve the same bytes (a rule renamed
+            // with the same figure changes nothing a user sees).
+            if !grid.all && b.bytes.is_some() && b.bytes == a.bytes {
+                unchanged += 1;
+                continue;
+            }
             cases.push(Case {
                 key: key.clone(),
                 width: w,
@@ -238,6 +259,7 @@ pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<
         before: before.0.to_string(),
         after: after.0.to_string(),
         cases,
+        unchanged,
         lines,
         points_added,
         points_removed,

@@ -27,7 +27,20 @@ fn report_bundles_lines_verify_diff_crossval_and_plots() {
         assert!(out_dir.path().join("plots").join(file).exists(), "{file}");
         links += 1;
     }
-    assert!(links >= 19, "18 plots, the index and one embedded picture: {links}");
+    // Against the v1 estimator no line changed: the 18 plots linked, none inline.
+    assert_eq!(links, 18 + 1, "18 plots and the index: {md}");
+    assert!(md.contains("no plot is shown inline"), "{md}");
+    assert!(!md.contains("!["));
+    // --all shows every line's PNG inline.
+    let all = tempfile::tempdir().unwrap();
+    vramfit()
+        .current_dir(data_root())
+        .args(["report", "--all", "--before", "legacy", "--out"])
+        .arg(all.path())
+        .assert()
+        .code(0);
+    let md_all = fs::read_to_string(all.path().join("report.md")).unwrap();
+    assert_eq!(md_all.lines().filter(|l| l.starts_with("![") && l.ends_with(".png)")).count(), 18);
     // The same inputs, the same report.
     let again = tempfile::tempdir().unwrap();
     vramfit()

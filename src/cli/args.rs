@@ -310,6 +310,9 @@ pub(super) struct DiffArgs {
     /// Exit 1 when any reservation grows by more than this many percent.
     #[arg(long, value_name = "PCT")]
     pub(super) fail_over: Option<String>,
+    /// List the unchanged reservations too (by default they are counted).
+    #[arg(long)]
+    pub(super) all: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,6 +348,10 @@ pub(super) struct ReportArgs {
     /// The side to diff against: a coefficients file, `embedded`, `legacy` or `git:REV`.
     #[arg(long, value_name = "REF", default_value = "git:HEAD")]
     pub(super) before: String,
+    /// List every reservation in the diff and plot every line inline (by
+    /// default: the changed reservations, and the changed lines' plots).
+    #[arg(long)]
+    pub(super) all: bool,
 }
 
 #[derive(Args, Debug)]

@@ -392,7 +392,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                     Some(s) => commands::diff::SideSpec::parse(s),
                     None => commands::diff::SideSpec::File(crate::workspace::Workspace::new(&root).coefficients_path()),
                 },
-                grid: crate::diff::Grid { sizes, batch: a.batch, keys: a.keys },
+                grid: crate::diff::Grid { sizes, batch: a.batch, keys: a.keys, all: a.all },
             };
             let r = commands::diff::run(&root, &opts)?;
             emit(out, &report::render(&r, format, "diff")?);
@@ -423,7 +423,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let diff_opts = commands::diff::DiffOptions {
                 before: commands::diff::SideSpec::parse(&a.before),
                 after: commands::diff::SideSpec::File(ws.coefficients_path()),
-                grid: crate::diff::Grid::default(),
+                grid: crate::diff::Grid { all: a.all, ..crate::diff::Grid::default() },
             };
             let bundle = report::bundle::Bundle {
                 fit: commands::fit::run(&root)?,
@@ -433,7 +433,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                 plots: commands::plot::run(&root)?,
             };
             let dir = a.out.unwrap_or_else(|| root.join("vramfit-report"));
-            let r = report::bundle::write(&dir, bundle)?;
+            let r = report::bundle::write(&dir, bundle, a.all)?;
             emit(out, &report::render(&r, format, "report")?);
             Ok(if r.verify_ok { EXIT_OK } else { EXIT_FINDINGS })
         }

@@ -32,6 +32,8 @@ pub struct BundleReport {
     pub plots: PlotReport,
     /// Whether verify passed.
     pub verify_ok: bool,
+    /// The plots shown inline (PNG file names): the changed lines'.
+    pub inline: Vec<String>,
     /// Held-out coverage of the cross-validation, percent.
     pub coverage_pct: Option<String>,
 }
@@ -40,8 +42,24 @@ fn section(title: &str, body: Option<String>) -> String {
     format!("## {title}\n\n{}\n", body.unwrap_or_default().trim_end())
 }
 
+/// The plots `report.md` shows inline: the lines the diff says were added
+/// or changed (every line with `all`), as PNG, which a pull-request comment
+/// takes; the rest are linked.
+fn inline_plots(plots: &PlotReport, diff: &std::result::Result<DiffReport, String>, all: bool) -> Vec<usize> {
+    let changed: std::collections::BTreeSet<&str> = match diff {
+        Ok(d) => d
+            .lines
+            .iter()
+            .filter(|c| c.change != crate::coefficients::emit::Change::Removed)
+            .map(|c| c.key.as_str())
+            .collect(),
+        Err(_) => Default::default(),
+    };
+    (0..plots.files.len()).filter(|i| all || changed.contains(plots.files[*i].key.as_str())).collect()
+}
+
 /// Writes `report.md` and `plots/` into `dir`.
-pub fn write(dir: &Path, b: Bundle) -> Result<BundleReport> {
+pub fn write(dir: &Path, b: Bundle, all: bool) -> Result<BundleReport> {
     let plots = write_plots(&dir.join("plots"), b.plots)?;
     let mut md = String::from("# vramfit report\n\n");
     md.push_str(&format!(
@@ -66,19 +84,26 @@ pub fn write(dir: &Path, b: Bundle) -> Result<BundleReport> {
     md.push_str(&section("Cross-validation (leave one size out)", b.crossval.markdown()));
     md.push('\n');
     let mut links = String::new();
+    let inline = inline_plots(&plots, &b.diff, all);
+    if inline.is_empty() {
+        links.push_str("No line was added or changed against the side before: no plot is shown inline.\n\n");
+    }
+    for i in &inline {
+        let f = &plots.files[*i];
+        links.push_str(&format!("### {}\n\n![{}](plots/{})\n\n", f.key, f.key, f.png));
+    }
+    links.push_str("Every line (SVG, and PNG beside each):\n\n");
     for f in &plots.files {
         links.push_str(&format!("- [{}](plots/{}): {}\n", f.key, f.file, f.plot.formula));
     }
     links.push_str("\nAll plots on one page: [plots/index.html](plots/index.html).\n");
-    if let Some(first) = plots.files.first() {
-        links.push_str(&format!("\n![{}](plots/{})\n", first.key, first.file));
-    }
     md.push_str(&section("Plots", Some(links)));
     let file = dir.join("report.md");
     crate::fsio::write_atomic(&file, md.as_bytes())?;
     Ok(BundleReport {
         file: crate::fsio::shown(&file),
         verify_ok: b.verify.ok,
+        inline: inline.iter().map(|i| plots.files[*i].png.clone()).collect(),
         coverage_pct: b.crossval.coverage_pct.clone(),
         plots,
     })

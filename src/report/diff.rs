@@ -82,11 +82,23 @@ fn points_text(r: &DiffReport) -> String {
     format!("points added: {}\npoints removed: {}\n", list(&r.points_added), list(&r.points_removed))
 }
 
+/// What the table leaves out, or that nothing changed.
+fn unchanged_text(r: &DiffReport) -> String {
+    match (r.cases.is_empty(), r.unchanged) {
+        (_, 0) => String::new(),
+        (true, n) => format!("no reservation changed ({n} asked; --all lists them)\n"),
+        (false, n) => format!("{n} other reservation(s) unchanged (--all lists them too)\n"),
+    }
+}
+
 impl Report for DiffReport {
     fn table(&self) -> String {
         let mut s = format!("reservations, before = {} → after = {}\n", self.before, self.after);
-        s.push_str(&grid(&CASE_HEADERS, case_rows(self), &[2, 3, 4]));
-        s.push('\n');
+        if !self.cases.is_empty() {
+            s.push_str(&grid(&CASE_HEADERS, case_rows(self), &[2, 3, 4]));
+            s.push('\n');
+        }
+        s.push_str(&unchanged_text(self));
         if self.lines.is_empty() {
             s.push_str("lines: no line added, removed or changed\n");
         } else {
@@ -99,7 +111,11 @@ impl Report for DiffReport {
 
     fn markdown(&self) -> Option<String> {
         let mut s = format!("### Reservations: `{}` → `{}`\n\n", self.before, self.after);
-        s.push_str(&markdown_table(&CASE_HEADERS, &case_rows(self)));
+        if !self.cases.is_empty() {
+            s.push_str(&markdown_table(&CASE_HEADERS, &case_rows(self)));
+            s.push('\n');
+        }
+        s.push_str(&unchanged_text(self));
         s.push_str("\n### Lines\n\n");
         if self.lines.is_empty() {
             s.push_str("No line added, removed or changed.\n");

@@ -11,6 +11,7 @@ mod ingest;
 
 mod plan;
 pub mod plot;
+pub mod png;
 mod points;
 mod reserve;
 pub mod svg;

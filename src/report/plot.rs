@@ -15,6 +15,8 @@ pub struct PlotFile {
     pub key: String,
     /// The SVG's file name in the output folder.
     pub file: String,
+    /// The same picture as PNG, beside it (for a pull-request comment).
+    pub png: String,
     /// Where the plotting area lies, to map data to pixels.
     pub frame: Frame,
     /// What was drawn.
@@ -73,7 +75,9 @@ pub fn write_plots(dir: &Path, plots: Vec<LinePlot>) -> Result<PlotReport> {
     for p in plots {
         let (svg, frame) = line_svg(&p)?;
         crate::fsio::write_atomic(&dir.join(&p.file), svg.as_bytes())?;
-        files.push(PlotFile { key: p.key.to_string(), file: p.file.clone(), frame, plot: p });
+        let png = p.file.strip_suffix(".svg").unwrap_or(&p.file).to_string() + ".png";
+        crate::fsio::write_atomic(&dir.join(&png), &super::png::svg_to_png(&svg)?)?;
+        files.push(PlotFile { key: p.key.to_string(), file: p.file.clone(), png, frame, plot: p });
     }
     let index = dir.join("index.html");
     crate::fsio::write_atomic(&index, index_html(&files).as_bytes())?;
