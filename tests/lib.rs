@@ -25,4 +25,5 @@ mod shell;
 mod snapshots;
 mod streams;
 mod verify;
+mod walkthrough;
 mod writers;
