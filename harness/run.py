@@ -98,11 +98,12 @@ def row(point, runs, facts, device):
         "reserved_bytes": facts["reserved"],
         "allocated_bytes": facts["allocated"],
         "driver_bytes": facts["driver"],
-        "note": NOTE + ("; SIMULATED (fake device), not a measurement" if device == "fake" else ""),
+        "note": NOTE + ("; SIMULATED (fake device), not a measurement" if device == "fake" else "")
+        + ("" if doc.get("confirmed", True) else "; config UNCONFIRMED against the model repository"),
         "driver_version": facts.get("driver_version", ""),
         "diffusers": facts.get("diffusers", ""),
         "harness": __version__,
-        "config_source": doc["source"],
+        "config_source": ("" if doc.get("confirmed", True) else "UNCONFIRMED: ") + doc["source"],
         "measured_on": date,
     }
 

@@ -23,12 +23,10 @@ SIDE = 128
 TILE = 64
 
 
-def config_keys_problems(doc):
-    """Keys of the config its class does not take, and required ones it lacks."""
-    import diffusers
-
+def config_keys_problems(doc, cls):
+    """Keys of the config `cls` does not take, and required ones it lacks."""
     config = dict(doc["config"])
-    cls = getattr(diffusers, config.pop("_class_name"))
+    config.pop("_class_name")
     params = inspect.signature(cls.__init__).parameters
     taken = {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     required = {n for n in taken if params[n].default is inspect.Parameter.empty}
@@ -41,12 +39,19 @@ def check_family(family, dtype="fp32", say=print):
     """Runs every op of one family on the CPU; returns a list of failures."""
     from . import measure
 
+    import diffusers
+
     doc = configs.load(family)
-    failures = ["%s: config: %s" % (family, p) for p in config_keys_problems(doc)]
+    cls = getattr(diffusers, doc["config"]["_class_name"], None)
+    if cls is None:
+        return ["%s: diffusers %s has no class %s" % (family, diffusers.__version__, doc["config"]["_class_name"])]
+    failures = ["%s: config: %s" % (family, p) for p in config_keys_problems(doc, cls)]
     if failures:
         return failures
     for tile in (0, TILE):
         vae = measure.build(doc, dtype, "cpu", tile)
+        if tile and not getattr(vae, "use_tiling", False):
+            failures.append("%s: enable_tiling left use_tiling off" % family)
         for op in ("decode", "encode"):
             started = time.monotonic()
             x = measure.make_input(doc, op, dtype, SIDE, SIDE, 1, "cpu")
@@ -71,8 +76,10 @@ def main(argv=None):
     if missing:
         print("error: %s" % preflight.install_hint(missing), file=sys.stderr)
         return 2
+    import diffusers
     import torch
 
+    diffusers.utils.logging.set_verbosity_error()
     torch.manual_seed(0)
     families = a.families or configs.families()
     failures = []

@@ -208,3 +208,75 @@ fn an_answer_priced_from_simulated_points_says_so() {
     let store = std::fs::read_to_string(repo().join("measurements/vae.json")).unwrap();
     assert_eq!(shipped_fake, store.contains("\"device\":\"fake\""));
 }
+
+#[test]
+fn a_real_run_without_torch_stops_before_the_first_child_in_one_line() {
+    // `-S`: no site-packages, so neither torch nor diffusers, whatever this machine has.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let out = std::process::Command::new("python3")
+        .args(["-S", "-m", "harness", "--plan", "harness/plans/quick.toml", "--out"])
+        .arg(&csv)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one line, no traceback: {err}");
+    assert!(err.starts_with("error: the real device needs torch") && err.contains("diffusers==0.42.1"), "{err}");
+    assert!(!csv.exists(), "nothing written");
+    // The CPU smoke run says the same.
+    let smoke = std::process::Command::new("python3").args(["-S", "-m", "harness.smoke"]).current_dir(repo()).output();
+    let smoke = smoke.unwrap();
+    assert_eq!(smoke.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&smoke.stderr).starts_with("error: the real device needs torch"));
+}
+
+#[test]
+fn rows_of_an_unconfirmed_config_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        "plan.toml",
+        "runs = 1\n[[grid]]\nfamilies = [\"cogview4\", \"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n",
+    );
+    let csv = dir.path().join("out.csv").display().to_string();
+    assert_eq!(harness(&["--device", "fake", "--plan", &plan, "--out", &csv]).status.code(), Some(0));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    for line in text.lines().skip(1) {
+        let unconfirmed = line.contains("UNCONFIRMED: ") && line.contains("config UNCONFIRMED against the model repository");
+        assert_eq!(unconfirmed, line.starts_with("h-fake/cogview4-"), "{line}");
+    }
+}
+
+#[test]
+fn the_harness_no_longer_installs_torch_and_pins_the_diffusers_ci_tested() {
+    let text = std::fs::read_to_string(repo().join("harness/pyproject.toml")).unwrap();
+    let deps = text.lines().find(|l| l.starts_with("dependencies")).unwrap();
+    assert_eq!(deps, "dependencies = [\"diffusers==0.42.1\"]");
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(ci.contains("diffusers==0.42.1") && ci.contains("-m harness.smoke"), "CI tests the pinned version");
+    let preflight = std::fs::read_to_string(repo().join("harness/preflight.py")).unwrap();
+    assert!(preflight.contains("DIFFUSERS_TESTED = \"0.42.1\""));
+}
+
+#[test]
+fn the_smoke_check_names_a_config_key_its_class_does_not_take() {
+    // The check itself, without torch: a stand-in class with diffusers' way
+    // of declaring its config (keyword arguments of `__init__`).
+    let script = r#"
+from harness.smoke import config_keys_problems
+class AutoencoderKL:
+    def __init__(self, in_channels=3, block_out_channels=(64,), latent_channels=4, *, layers_per_block): pass
+doc = {"config": {"_class_name": "AutoencoderKL", "in_channels": 3, "force_upcast": True}}
+print(config_keys_problems(doc, AutoencoderKL))
+doc = {"config": {"_class_name": "AutoencoderKL", "layers_per_block": 2}}
+print(config_keys_problems(doc, AutoencoderKL))
+"#;
+    let out = std::process::Command::new("python3").args(["-S", "-c", script]).current_dir(repo()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[\"unknown key 'force_upcast'\", \"missing key 'layers_per_block'\"]\n[]\n"
+    );
+}
