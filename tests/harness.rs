@@ -244,7 +244,8 @@ fn rows_of_an_unconfirmed_config_say_so() {
     assert_eq!(harness(&["--device", "fake", "--plan", &plan, "--out", &csv]).status.code(), Some(0));
     let text = std::fs::read_to_string(&csv).unwrap();
     for line in text.lines().skip(1) {
-        let unconfirmed = line.contains("UNCONFIRMED: ") && line.contains("config UNCONFIRMED against the model repository");
+        let unconfirmed =
+            line.contains("UNCONFIRMED: ") && line.contains("config UNCONFIRMED against the model repository");
         assert_eq!(unconfirmed, line.starts_with("h-fake/cogview4-"), "{line}");
     }
 }

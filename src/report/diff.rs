@@ -72,12 +72,16 @@ const CASE_HEADERS: [&str; 5] =
 const LINE_HEADERS: [&str; 5] = ["line", "change", "slope B/px", "base MiB", "support"];
 
 fn points_text(r: &DiffReport) -> String {
-    let list = |v: &[crate::text::Text]| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
-        }
+    // A long list is cut: its count, and the first ten (`--format json` has them all).
+    const SHOWN: usize = 10;
+    let list = |v: &[crate::text::Text]| match v.len() {
+        0 => "none".to_string(),
+        n if n <= SHOWN => v.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", "),
+        n => format!(
+            "{n}: {}, … and {} more",
+            v.iter().take(SHOWN).map(|t| t.as_str()).collect::<Vec<_>>().join(", "),
+            n - SHOWN
+        ),
     };
     format!("points added: {}\npoints removed: {}\n", list(&r.points_added), list(&r.points_removed))
 }

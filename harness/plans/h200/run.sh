@@ -3,6 +3,8 @@
 # script: the machine's minutes are counted). Wheels of diffusers and its one
 # missing requirement travel in .whl/; the machine's own torch is used.
 # Rows are appended (and synced) as each run ends, so a timeout keeps them.
+# What it measured (the first plan ran out of its time after 23 runs; the
+# third plan ran on the warm machine) is measurements/raw/harness-h200-2026-12-04.csv.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
