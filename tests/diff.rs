@@ -87,17 +87,6 @@ fn markdown_is_a_pull_request_table() {
     assert!(!s.contains("flux1"), "--keys filters");
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Process::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 #[test]
 fn git_revisions_in_a_repository_and_a_clear_error_outside_one() {
     let root = scratch();

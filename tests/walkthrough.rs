@@ -19,17 +19,6 @@ fn walkthrough_commands() -> Vec<Vec<String>> {
         .collect()
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Process::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// A checkout's data: the shipped measurements, fits and the Python
 /// package's copy, committed, as a maintainer's clone has them.
 fn checkout() -> tempfile::TempDir {

@@ -194,3 +194,15 @@ pub fn key_of(v: &serde_json::Value) -> String {
     let s = |k: &str| v[k].as_str().map(str::to_string).unwrap_or_else(|| v[k].to_string());
     ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"].map(s).join("/")
 }
+
+/// Runs git in `dir` as a throwaway committer, failing the test on an error.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
