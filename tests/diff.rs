@@ -3,7 +3,6 @@
 use crate::common::*;
 use std::fs;
 use std::path::Path;
-use std::process::Command as Process;
 
 fn diff_json(root: Option<&Path>, args: &[&str]) -> (i32, serde_json::Value) {
     let mut c = vramfit();

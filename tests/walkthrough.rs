@@ -4,7 +4,6 @@
 
 use crate::common::*;
 use std::fs;
-use std::path::Path;
 use std::process::Command as Process;
 
 /// The commands of the README block marked `<!-- walkthrough -->`.
