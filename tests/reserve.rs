@@ -132,10 +132,15 @@ fn no_line_and_no_legacy_value_names_the_missing_key() {
         "1024x1024",
         "--dtype",
         "bf16",
+        "--backend",
+        "miopen",
+        "--allocator",
+        "native",
         "--os",
         "linux",
     ]);
-    assert!(err.contains("no coefficient line for sd/decode/0/cudnn/native/any/bf16"), "{err}");
+    // (On cuDNN the fp16 and fp32 lines of the same VAE now price bf16.)
+    assert!(err.contains("no coefficient line for sd/decode/0/miopen/native/linux/bf16"), "{err}");
     assert!(err.contains("no element size for bf16"), "{err}");
 }
 
@@ -466,4 +471,32 @@ fn inside_a_root_whose_file_differs_the_compiled_in_answer_says_so() {
     let out = ask(&["--root", "."]);
     assert_eq!(stderr_of(&out), "");
     assert_ne!(stdout_of(&out), stdout_of(&ask(&[])));
+}
+
+#[test]
+fn an_unmeasured_dtype_is_never_priced_below_another_dtype_measured_on_its_platform() {
+    // Qwen-Image was measured in fp16 only, FLUX.2 on cuDNN in bf16 only.
+    for (model, asked, measured) in
+        [("qwen-image", "bf16", "fp16"), ("flux2", "fp16", "bf16"), ("qwen-image", "fp32", "fp16")]
+    {
+        let other = reserve_json(&[model, "decode", "1024x1024", "--dtype", measured, "--os", "linux"], &[]);
+        let j = reserve_json(&[model, "decode", "1024x1024", "--dtype", asked, "--os", "linux"], &[]);
+        assert!(j["bytes"].as_u64() >= other["bytes"].as_u64(), "{model} {asked}: {j}");
+        if j["rule"] == "unmeasured-rule" {
+            assert_eq!(j["priced_by"]["dtype"], measured, "{j}");
+            let w = j["warnings"].as_array().unwrap();
+            assert!(
+                w.iter().any(|w| w
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("measured in {measured} on this platform, sets the floor"))),
+                "{w:?}"
+            );
+        } else {
+            assert_eq!(j["rule"], "legacy-floor", "the legacy estimate is higher still: {j}");
+        }
+    }
+    // Before, the bf16 Qwen-Image decode was the legacy 4400 MiB, below the 5380 MiB measured in fp16.
+    let j = reserve_json(&["qwen-image", "decode", "1024x1024", "--dtype", "bf16", "--os", "linux"], &[]);
+    assert!(j["mib"].as_u64().unwrap() > 5380, "{j}");
 }

@@ -81,8 +81,25 @@ fn the_untouched_copy_passes() {
     // MIOpen Linux line: 24; the 2 MIOpen lines measured without an OS are
     // asked on Linux, on Windows and as `any`: 144; 520 in all. The floor: 6
     // families × 2 ops × 2 tiles (0, 512) × 3 dtypes × 5 backends × 2 OS × 6
-    // grid sizes = 4320, less tile 512 at 512² (360): 3960.
-    assert_eq!(j["pricings"], 128 + 520 + 3960);
+    // grid sizes = 4320, less tile 512 at 512² (360): 3960. The other-dtype
+    // floor: every line in each dtype it lacks on its platform, at each grid
+    // size a tile does not cover, counted here from the file.
+    let file: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
+    let lines = file["lines"].as_array().unwrap();
+    let keys: std::collections::BTreeSet<String> = lines.iter().map(key_of).collect();
+    let mut other_dtype = 0;
+    for l in lines {
+        for d in ["fp16", "bf16", "fp32"].iter().filter(|d| **d != l["dtype"]) {
+            let k = key_of(l);
+            let other = format!("{}/{d}", k.rsplit_once('/').unwrap().0);
+            if !keys.contains(&other) {
+                let tile = l["tile"].as_u64().unwrap();
+                other_dtype += [512u64, 768, 1024, 1280, 1536, 2048].iter().filter(|s| tile == 0 || **s > tile).count();
+            }
+        }
+    }
+    assert_eq!(j["pricings"], 128 + 520 + 3960 + other_dtype);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }
@@ -745,4 +762,38 @@ fn quote_and_price_agree_on_every_rule() {
     for rule in ["FittedLine", "UnmeasuredRule", "LegacyFloor"] {
         assert!(rules.contains(rule), "{rule} never reached: {rules:?}");
     }
+}
+
+/// Answers an unmeasured dtype with the previous estimator, blind to the
+/// other dtypes measured on the same platform (what vramfit did before).
+struct OtherDtypeBlind(Coefficients);
+impl Pricer for OtherDtypeBlind {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let p = self.0.price(q, env)?;
+        if p.rule == vramfit::pricing::Rule::UnmeasuredRule
+            && p.priced_by.as_ref().is_some_and(|k| Some(k.dtype) != q.dtype)
+        {
+            return self.0.price_legacy(q, env);
+        }
+        Ok(p)
+    }
+}
+
+#[test]
+fn a_pricer_that_prices_an_unmeasured_dtype_below_a_measured_one_is_caught() {
+    let root = scratch();
+    let real = vramfit::commands::verify::run(root.path()).unwrap();
+    assert!(real.ok, "{:?}", real.findings);
+    let broken = vramfit::commands::verify::run_with(root.path(), &|c| Box::new(OtherDtypeBlind(c))).unwrap();
+    let caught: Vec<&str> = broken
+        .findings
+        .iter()
+        .filter(|f| f.message.contains("measured in fp16 on the same platform"))
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(
+        caught.iter().any(|m| m.starts_with("qwen_image/decode/0/cudnn/native/any/bf16 has no line")),
+        "{:?}",
+        broken.findings.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
 }

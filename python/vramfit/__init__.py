@@ -498,9 +498,17 @@ class Coefficients:
         if measured is not None:
             rule, priced_by, coef, line_bytes = measured
         else:
+            # Every platform's line of this (vae, op, tile, dtype), and this
+            # platform's lines of the same VAE, op and tile in other dtypes
+            # (the demand does not follow the element size); ties go to the
+            # first key in key order.
             best = None
             for k, c in self.ordered:
-                if k.vae == key.vae and k.op == key.op and k.tile == key.tile and k.dtype == key.dtype:
+                if k.vae != key.vae or k.op != key.op or k.tile != key.tile:
+                    continue
+                same_platform = (k.conv_backend == key.conv_backend and k.allocator == key.allocator
+                                 and k.os in (key.os, "any"))
+                if k.dtype == key.dtype or same_platform:
                     b = c.at(pixels)
                     if best is None or b > best[0]:
                         best = (b, k, c)
@@ -532,6 +540,11 @@ class Coefficients:
                             % (pixels, priced_by, size_range[0], size_range[1]))
         if rule in ("unmeasured-rule", "legacy-floor"):
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
+        if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
+            warnings.append(
+                "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
+                "another dtype's measured line of the same VAE (the demand does not follow the element size)"
+                % (priced_by, priced_by.dtype, key.dtype))
         if key.vae not in self.measured_families:
             warnings.append(
                 "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "

@@ -324,6 +324,26 @@ impl Coefficients {
 impl Coefficients {
     /// The numbers of an answer: which rule, which line, how many bytes.
     /// `price` adds the explanation; `quote` stops here.
+    /// The lines the unmeasured rule may price `key` by: every platform's
+    /// line of its (vae, op, tile, dtype), and its own platform's lines of
+    /// the same VAE, op and tile in the other dtypes (an OS-specific key also
+    /// takes its platform's line measured without an OS).
+    fn unmeasured_candidates(&self, key: &LineKey) -> Vec<(&LineKey, &LineCoef)> {
+        let same_platform = |k: &LineKey| {
+            k.conv_backend == key.conv_backend && k.allocator == key.allocator && (k.os == key.os || k.os == Os::Any)
+        };
+        let mut out = Vec::new();
+        for dtype in [Dtype::Fp16, Dtype::Bf16, Dtype::Fp32] {
+            let lines = self.by_use.get(&(key.vae.clone(), key.op, key.tile, dtype));
+            for (k, c) in lines.map_or(&[][..], Vec::as_slice) {
+                if dtype == key.dtype || same_platform(k) {
+                    out.push((k, c));
+                }
+            }
+        }
+        out
+    }
+
     fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
         let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
@@ -333,12 +353,19 @@ impl Coefficients {
         let (rule, priced_by, coef, line_bytes, legacy) = match measured {
             Some((rule, by, c, b)) => (rule, Some(by), Some(c), Some(b), None),
             None => {
-                // The unmeasured rule: the largest line of the same (vae, op, tile, dtype).
+                // The unmeasured rule: the largest line of the same (vae, op,
+                // tile, dtype) on any platform, or of the same VAE, op and
+                // tile in another dtype on this platform (the demand does not
+                // follow the element size, so no dtype prices below one
+                // measured there); ties go to the first key in key order.
                 let mut best: Option<(u64, &LineKey, &LineCoef)> = None;
-                let same_use = self.by_use.get(&(key.vae.clone(), key.op, key.tile, key.dtype));
-                for (k, c) in same_use.map_or(&[][..], Vec::as_slice) {
+                for (k, c) in self.unmeasured_candidates(&key) {
                     let b = c.at(pixels)?;
-                    if best.is_none_or(|(bb, _, _)| b > bb) {
+                    let better = match best {
+                        None => true,
+                        Some((bb, bk, _)) => b > bb || (b == bb && k < bk),
+                    };
+                    if better {
                         best = Some((b, k, c));
                     }
                 }
@@ -438,6 +465,13 @@ impl Pricer for Coefficients {
         }
         if matches!(s.rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
             warnings.push(format!("no line measured for {}: priced by the {}", s.key, s.rule.as_str()));
+        }
+        if let Some(by) = s.priced_by.filter(|k| s.rule == Rule::UnmeasuredRule && k.dtype != s.key.dtype) {
+            warnings.push(format!(
+                "{by}, measured in {} on this platform, sets the floor for {}: a run dtype is never priced below \
+                 another dtype's measured line of the same VAE (the demand does not follow the element size)",
+                by.dtype, s.key.dtype
+            ));
         }
         if !self.family_measured(&s.key.vae) {
             warnings.push(format!(

@@ -133,6 +133,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     certificate::check(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
+    pricing_checks::other_dtype_floor(&mut cx);
     pricing_checks::query_path(&mut cx);
     (cx.findings, cx.pricings)
 }

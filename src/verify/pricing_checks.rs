@@ -253,6 +253,56 @@ pub(super) fn floor(cx: &mut PricingCtx) {
     cx.findings.extend(out);
 }
 
+/// No unmeasured answer below a measured one: a run dtype with no line of
+/// its own on a platform where the same VAE, op and tile were measured in
+/// another dtype is never priced below that line (the demand does not follow
+/// the element size). Checked for every shipped line, every other dtype and
+/// every grid size, through the pricer a user gets.
+pub(super) fn other_dtype_floor(cx: &mut PricingCtx) {
+    let grid = cx.inputs.policy.grid.clone();
+    let own: std::collections::BTreeSet<&LineKey> = cx.shipped.lines.iter().map(|l| &l.key).collect();
+    let mut out = Vec::new();
+    for line in &cx.shipped.lines {
+        let Ok(centi) = line.slope_centi() else { continue };
+        for dtype in Dtype::ALL.iter().filter(|d| **d != line.key.dtype) {
+            let key = LineKey { dtype: *dtype, ..line.key.clone() };
+            if own.contains(&key) {
+                continue; // its own measured line prices it, lower or not
+            }
+            for (w, h) in &grid {
+                if covers(key.tile, *w, *h) {
+                    continue;
+                }
+                let floor = reserve_bytes(centi, line.base_mib, w.saturating_mul(*h)).unwrap_or(0);
+                cx.pricings += 1;
+                let found = cx.pricer.quote(&Query::at_key(&key, *w, *h, 1), &EnvSnapshot::default());
+                let bad = match &found {
+                    Ok(p) => p.bytes < floor,
+                    Err(_) => true,
+                };
+                if bad {
+                    let shown = found.as_ref().map_or_else(|e| format!("error: {e:#}"), |p| p.bytes.to_string());
+                    out.push(
+                        Finding::new(
+                            Code::Floor,
+                            PRICING_CODE,
+                            format!(
+                                "{key} has no line, and prices {w}x{h} below {}, measured in {} on the same platform",
+                                line.key, line.key.dtype
+                            ),
+                            "an unmeasured dtype must never price below another dtype's measured line of the same \
+                             VAE and platform: fix the pricer",
+                        )
+                        .line(&line.key)
+                        .values(format!("≥ {floor}"), shown),
+                    );
+                }
+            }
+        }
+    }
+    cx.findings.extend(out);
+}
+
 /// What a query for `key` on `os` must price at `x` pixels, restated from
 /// the shipped lines alone: the key's own line, or for an OS-specific key
 /// the line of the same platform measured without an OS when that one is
