@@ -4,12 +4,14 @@
 use crate::common::*;
 use std::fs;
 
+/// A numeric attribute of an SVG tag.
+fn attr(tag: &str, name: &str) -> Option<f64> {
+    let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    tag[at..].split('"').next()?.parse().ok()
+}
+
 /// `(cx, cy, r)` of every circle in an SVG.
 fn circles(svg: &str) -> Vec<(f64, f64, f64)> {
-    let attr = |tag: &str, name: &str| -> Option<f64> {
-        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        tag[at..].split('"').next()?.parse().ok()
-    };
     svg.split("<circle")
         .skip(1)
         .filter_map(|t| {
@@ -43,10 +45,6 @@ fn triangles(svg: &str) -> Vec<Vec<(f64, f64)>> {
 /// Midpoints of the `<line>` strokes (a cross marker is two of them
 /// crossing at the point; grid lines span the whole plot and never pair up).
 fn strokes(svg: &str) -> Vec<(f64, f64)> {
-    let attr = |tag: &str, name: &str| -> Option<f64> {
-        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        tag[at..].split('"').next()?.parse().ok()
-    };
     svg.split("<line")
         .skip(1)
         .filter_map(|t| {
