@@ -149,8 +149,7 @@ where
 fn error_annotation(message: &str) -> String {
     let title = "vramfit: input error";
     let Some((file, line)) = crate::places::message_place(message) else {
-        let esc = message.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-        return format!("::error title={}::{esc}\n", title.replace(':', "%3A"));
+        return crate::report::annotation_without_file("error", title, message);
     };
     let line = line.or_else(|| {
         let point = message.split("point '").nth(1).and_then(|r| r.split('\'').next());

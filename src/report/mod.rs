@@ -67,9 +67,27 @@ pub use grid::{grid, with_style, TableStyle};
 /// A GitHub Actions workflow command (`::error file=F,title=T::message`),
 /// its message escaped as the runner reads it (`%`, CR and LF).
 pub fn annotation(level: &str, file: &str, line: u64, title: &str, message: &str) -> String {
-    let esc = |t: &str| t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-    let prop = |t: &str| esc(t).replace(':', "%3A").replace(',', "%2C");
-    format!("::{level} file={},line={line},title={}::{}\n", prop(file), prop(title), esc(message))
+    format!(
+        "::{level} file={},line={line},title={}::{}\n",
+        escape_property(file),
+        escape_property(title),
+        escape_data(message)
+    )
+}
+
+/// An annotation that names no file (an error about no file in particular).
+pub fn annotation_without_file(level: &str, title: &str, message: &str) -> String {
+    format!("::{level} title={}::{}\n", escape_property(title), escape_data(message))
+}
+
+/// A workflow command's message, escaped as GitHub reads it.
+fn escape_data(t: &str) -> String {
+    t.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// A workflow command's property value (`file=`, `title=`), escaped.
+fn escape_property(t: &str) -> String {
+    escape_data(t).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// A markdown table.
