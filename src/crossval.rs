@@ -25,6 +25,9 @@ pub enum HoldOut {
     Size,
     /// Every point of one source.
     Source,
+    /// Every tile's own line: each measured tiled point priced from its
+    /// platform's untiled line alone, by the derived tile rule.
+    Tile,
 }
 
 /// One held-out point, priced by the line refit without it.
@@ -106,6 +109,7 @@ fn fold_label(by: HoldOut, p: &Point) -> String {
     match by {
         HoldOut::Size => format!("{} px", p.pixels),
         HoldOut::Source => p.source.to_string(),
+        HoldOut::Tile => format!("tile {}", p.key.tile),
     }
 }
 
@@ -186,6 +190,9 @@ pub fn crossval(
     by: HoldOut,
     progress: &dyn crate::progress::Progress,
 ) -> Result<CrossvalReport> {
+    if by == HoldOut::Tile {
+        return tile_folds(points, policy, lines);
+    }
     let groups = group(points, policy);
     let mut checks = Vec::new();
     let mut not_validated = Vec::new();
@@ -202,6 +209,10 @@ pub fn crossval(
         checks.push(c);
     }
     progress.finish();
+    report(by, checks, not_validated)
+}
+
+fn report(by: HoldOut, mut checks: Vec<LineCheck>, not_validated: Vec<String>) -> Result<CrossvalReport> {
     checks.sort_by(|a, b| ((a.covered == a.points.len()), &a.key).cmp(&((b.covered == b.points.len()), &b.key)));
     let held_out = checks.iter().map(|c| c.points.len()).sum();
     let covered = checks.iter().map(|c| c.covered).sum();
@@ -211,4 +222,82 @@ pub fn crossval(
         crate::exact::format_scaled(tenths, 1)
     });
     Ok(CrossvalReport { by, lines: checks, not_validated, held_out, covered, coverage_pct, worst_ratio, mean_ratio })
+}
+
+/// `--by tile`: each tiled key's measured points (a tile smaller than the
+/// image) priced without the tile's own line, from the fresh untiled line of
+/// the platform (its own OS's or the OS-less one, the higher) at one tile plus
+/// the default host's output copies: what `reserve` answers for a tile
+/// nobody measured.
+fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<CrossvalReport> {
+    let groups = group(points, policy);
+    let untiled: std::collections::BTreeMap<&LineKey, &Line> =
+        lines.iter().filter(|l| l.key.tile == 0 && l.rounded.is_some()).map(|l| (&l.key, l)).collect();
+    let host = policy.tiling.as_ref().and_then(|t| t.hosts.get(&t.default_host));
+    let mut checks = Vec::new();
+    let mut not_validated = Vec::new();
+    for (key, pts) in groups.iter().filter(|(k, _)| k.tile != 0) {
+        let tiled: Vec<&&Point> = pts.iter().filter(|p| !covers_image(p)).collect();
+        if tiled.is_empty() {
+            continue;
+        }
+        let base = LineKey { tile: 0, ..key.clone() };
+        let twins = [
+            Some(base.clone()),
+            (base.os != crate::vocab::Os::Any).then(|| LineKey { os: crate::vocab::Os::Any, ..base.clone() }),
+        ];
+        let found: Vec<&Line> = twins.iter().flatten().filter_map(|k| untiled.get(k).copied()).collect();
+        let Some(host) = host.filter(|_| !found.is_empty()) else {
+            not_validated
+                .push(format!("{key}: no untiled line on its platform (or no [tiling] rule) to derive it from"));
+            continue;
+        };
+        let mut check = LineCheck {
+            key: key.clone(),
+            folds: 1,
+            skipped: vec![],
+            points: vec![],
+            covered: 0,
+            worst_ratio: None,
+            mean_ratio: None,
+        };
+        for p in tiled {
+            let t = u64::from(p.key.tile);
+            let tile_pixels = t.min(p.width) * t.min(p.height) * p.batch;
+            let mut line_bytes = 0;
+            for l in &found {
+                let r = l.rounded.as_ref().ok_or_else(|| anyhow!("line {} has no values", l.key))?;
+                line_bytes = line_bytes
+                    .max(fit::reserve_bytes(r.slope_centi, r.base_mib, tile_pixels).map_err(|e| anyhow!("{e}"))?);
+            }
+            let copies = host
+                .copies_bytes(p.key.dtype, p.pixels)
+                .ok_or_else(|| anyhow!("point {}: output copies too large", p.id))?;
+            let reserve = line_bytes + copies;
+            let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
+            check.points.push(HeldOut {
+                id: p.id.to_string(),
+                pixels: p.pixels,
+                demand_bytes: p.demand_bytes,
+                reserve_bytes: reserve,
+                ratio: floor4(ratio),
+                covered: reserve >= p.demand_bytes,
+                under_bytes: p.demand_bytes.saturating_sub(reserve),
+                fold: fold_label(HoldOut::Tile, p),
+                ratio_exact: ratio,
+            });
+        }
+        check.points.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
+        check.covered = check.points.iter().filter(|p| p.covered).count();
+        let (worst, mean) = summary(check.points.iter())?;
+        check.worst_ratio = worst;
+        check.mean_ratio = mean;
+        checks.push(check);
+    }
+    report(HoldOut::Tile, checks, not_validated)
+}
+
+/// A tile at least as large as both sides of the image does nothing.
+fn covers_image(p: &Point) -> bool {
+    u64::from(p.key.tile) >= p.width && u64::from(p.key.tile) >= p.height
 }

@@ -45,6 +45,13 @@ pub enum Code {
     Floor,
     /// A line's own key, priced as a user would ask it, does not give the line's formula.
     QueryPath,
+    /// A measured tiled point not covered by the derived tile price (its
+    /// platform's untiled line at one tile plus the output copies), or
+    /// over-reserved by it past the ratio bound; or a tile with no line of
+    /// its own that the pricer does not price by that rule.
+    DerivedTile,
+    /// For one image, a larger tile priced below a smaller one.
+    Monotone,
 }
 
 impl Code {
@@ -65,6 +72,8 @@ impl Code {
         Code::StaleException,
         Code::Floor,
         Code::QueryPath,
+        Code::DerivedTile,
+        Code::Monotone,
     ];
 
     /// The stable spelling, as in JSON.
@@ -85,6 +94,8 @@ impl Code {
             Code::StaleException => "stale-exception",
             Code::Floor => "floor",
             Code::QueryPath => "query-path",
+            Code::DerivedTile => "derived-tile",
+            Code::Monotone => "monotone",
         }
     }
 }

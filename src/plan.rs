@@ -321,29 +321,145 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
         steps.push(PricedStep::of(StepRole::One, 1, &one, b.bytes));
     }
     let mut reasons = vec![format!("one item reserves {} > budget {}", mib(one.bytes), mib(b.bytes))];
-    // Smaller tiles than the one asked for; a tile as large as the image
-    // would price the untiled work that just did not fit.
-    let fallback = tiles.iter().filter(|t| tile == 0 || **t < tile).filter(|t| {
-        let t = u64::from(**t);
-        t < q.width || t < q.height
-    });
-    for &t in fallback {
-        let tiled = price(1, t)?;
-        steps.push(PricedStep::of(StepRole::Tile, 1, &tiled, b.bytes));
-        if tiled.bytes <= b.bytes {
-            let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
-            p.tile = Some(t);
-            p.peak_bytes = Some(tiled.bytes);
-            reasons.push(format!("tile {t} reserves {} ≤ budget: one item at a time, tiled", mib(tiled.bytes)));
-            p.reasons = reasons;
-            return Ok(with_steps(p, steps));
-        }
-        reasons.push(format!("tile {t} reserves {} > budget", mib(tiled.bytes)));
+    // Smaller tiles than the one asked for (a tile as large as the image
+    // would price the untiled work that just did not fit).
+    let one_item = Query { batch: 1, ..q.clone() };
+    let search = largest_tile(pricer, &one_item, env, b.bytes, (tile != 0).then_some(tile), tiles)?;
+    for considered in [&search.next_larger, &search.skipped_legacy].into_iter().flatten() {
+        steps.push(PricedStep::of(StepRole::Tile, 1, considered, b.bytes));
     }
+    if let Some(chosen) = &search.chosen {
+        steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
+        let t = chosen.line.tile;
+        let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
+        p.tile = Some(t);
+        p.peak_bytes = Some(chosen.bytes);
+        reasons.extend(search.reasons);
+        p.reasons = reasons;
+        return Ok(with_steps(p, steps));
+    }
+    reasons.extend(search.reasons);
     let mut p = finish("vae", b, n, Verdict::Host, None);
     reasons.push("nothing fits on the device: run on the host".into());
     p.reasons = reasons;
     Ok(with_steps(p, steps))
+}
+
+/// The answer to "what is the largest tile whose price fits?".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TileSearch {
+    /// The largest tile that fits, priced (null: none does).
+    pub chosen: Option<Price>,
+    /// The next larger tile searched, which did not fit (null: none, or the chosen one is the largest).
+    pub next_larger: Option<Price>,
+    /// A larger tile that fits only by the legacy floor's guess, passed over
+    /// for a measured or derived price (null: none).
+    pub skipped_legacy: Option<Price>,
+    /// Tile edges priced.
+    pub searched: usize,
+    /// Why, in words.
+    pub reasons: Vec<String>,
+}
+
+/// Every tile a search tries, largest first: the multiples of 64 pixels
+/// (8 latent pixels of an 8x VAE, the step the hosts' tile options take)
+/// and the coefficients' own tiles, each smaller than `below` and than the
+/// image's longer side (a tile covering the image is the untiled work).
+pub fn tile_candidates(width: u64, height: u64, below: Option<u32>, known: &[u32]) -> Vec<u32> {
+    let longest = width.max(height);
+    let limit = below.map_or(longest, |t| u64::from(t).min(longest));
+    let steps = (1..).map(|i| i * TILE_SEARCH_STEP).take_while(|t| u64::from(*t) < limit);
+    let mut all: Vec<u32> = steps.chain(known.iter().copied().filter(|t| *t > 0 && u64::from(*t) < limit)).collect();
+    all.sort_unstable_by(|a, b| b.cmp(a));
+    all.dedup();
+    all
+}
+
+/// The step of [`tile_candidates`].
+pub const TILE_SEARCH_STEP: u32 = 64;
+
+/// Whether a price rests on the legacy floor's guess rather than on a line.
+fn by_legacy(p: &Price) -> bool {
+    matches!(p.rule, Rule::LegacyFloor | Rule::Legacy)
+}
+
+/// The largest tile (below `below`, when given) whose price fits `budget`:
+/// a tile priced by a measured line, the derived tile rule or the
+/// unmeasured rule first; a tile that fits only by the legacy floor is
+/// taken only when nothing else fits. Every candidate is priced (a few
+/// dozen pricings), so no monotonicity is assumed.
+pub fn largest_tile(
+    pricer: &dyn Pricer,
+    q: &Query,
+    env: &EnvSnapshot,
+    budget: u64,
+    below: Option<u32>,
+    known: &[u32],
+) -> Result<TileSearch> {
+    let candidates = tile_candidates(q.width, q.height, below, known);
+    let mut priced = Vec::with_capacity(candidates.len());
+    for t in &candidates {
+        priced.push(pricer.price(&Query { tile: *t, ..q.clone() }, env)?);
+    }
+    let fits = |p: &&Price| p.bytes <= budget;
+    let best = priced.iter().position(|p| fits(&p) && !by_legacy(p));
+    let any = priced.iter().position(|p| fits(&p));
+    let chosen_at = best.or(any);
+    let mut reasons = Vec::new();
+    let skipped_legacy = match (best, any) {
+        (Some(b), Some(a)) if a < b => Some(priced[a].clone()),
+        _ => None,
+    };
+    let next_larger = chosen_at.and_then(|i| i.checked_sub(1)).map(|i| priced[i].clone()).filter(|p| !fits(&p));
+    match chosen_at.map(|i| &priced[i]) {
+        Some(c) => {
+            reasons.push(format!(
+                "tile {} is the largest of {} tile edges searched (multiples of {TILE_SEARCH_STEP} px and the \
+                 measured tiles) whose price fits: {} ≤ budget {}, by the {}",
+                c.line.tile,
+                candidates.len(),
+                mib(c.bytes),
+                mib(budget),
+                c.rule.as_str()
+            ));
+            if let Some(n) = &next_larger {
+                reasons.push(format!("tile {} reserves {} > budget", n.line.tile, mib(n.bytes)));
+            }
+            if let Some(l) = &skipped_legacy {
+                reasons.push(format!(
+                    "tile {} fits only by the legacy floor's guess ({}): passed over for a measured or derived price",
+                    l.line.tile,
+                    mib(l.bytes)
+                ));
+            }
+        }
+        None => {
+            let smallest = priced.last();
+            reasons.push(match smallest {
+                Some(s) => format!(
+                    "no tile fits: even tile {} reserves {} > budget {}",
+                    s.line.tile,
+                    mib(s.bytes),
+                    mib(budget)
+                ),
+                None => "no tile is smaller than the image".to_string(),
+            });
+        }
+    }
+    let chosen = chosen_at.map(|i| priced[i].clone());
+    Ok(TileSearch { chosen, next_larger, skipped_legacy, searched: candidates.len(), reasons })
+}
+
+/// `reserve --max-tile-for BUDGET`: the largest tile whose price fits.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct MaxTileReport {
+    /// The budget asked about, bytes.
+    pub budget_bytes: u64,
+    /// The search and its answer.
+    #[serde(flatten)]
+    pub search: TileSearch,
+    /// Which coefficients priced it.
+    pub coefficients: String,
 }
 
 fn with_steps(mut p: Plan, steps: Vec<PricedStep>) -> Plan {

@@ -187,13 +187,14 @@ fn mutate_json(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A scratch root with the shipped store, policy and coefficients.
+/// A scratch root with the fixture store, policy and coefficients (the
+/// files the mutations start from: one consistent set).
 fn small_root() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for rel in ["measurements/vae.json", "fits/policy.toml", "fits/vae.json"] {
         let to = dir.path().join(rel);
         fs::create_dir_all(to.parent().unwrap()).unwrap();
-        fs::copy(repo().join(rel), to).unwrap();
+        fs::copy(data_root().join(rel), to).unwrap();
     }
     dir
 }

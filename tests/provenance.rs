@@ -22,19 +22,19 @@ fn a_plan_names_the_rule_and_line_of_each_pricing() {
     let args = ["plan", "sdxl", "decode", "2048x2048", "--dtype", "fp16", "--free", "8GiB", "--os", "linux"];
     let j = json(&args);
     assert_eq!(j["verdict"], "tiled");
-    assert_eq!(j["tile"], 1024);
+    let t = j["tile"].as_u64().unwrap();
     let steps = j["steps"].as_array().unwrap();
-    let tile = steps.iter().find(|s| s["role"] == "tile" && s["tile"] == 1024).unwrap();
-    assert_eq!(tile["rule"], "legacy-floor");
-    assert_eq!(tile["line"]["tile"], 1024);
+    let tile = steps.iter().find(|s| s["role"] == "tile" && s["tile"] == t).unwrap();
+    // No line of its own: the untiled line at one tile, plus the copies.
+    assert_eq!(tile["rule"], "derived-tile");
+    assert_eq!(tile["line"]["tile"], t);
+    assert_eq!(tile["priced_by"]["tile"], 0);
     assert_eq!(tile["fits"], true);
     assert_eq!(tile["bytes"], j["peak_bytes"]);
     let whole = steps.iter().find(|s| s["role"] == "all").unwrap();
     assert_eq!(whole["rule"], "fitted-line");
-    assert!(j["warnings"][0].as_str().unwrap().contains("legacy floor"), "{}", j["warnings"]);
     let text = stdout_of(&run(&args));
-    assert!(text.contains("legacy floor sd/decode/1024/cudnn/native/any/fp16"), "{text}");
-    assert!(text.contains("warning: no line measured for sd/decode/1024"), "{text}");
+    assert!(text.contains(&format!("derived tile sd/decode/0/cudnn/native/any/fp16 (for sd/decode/{t}/")), "{text}");
 }
 
 #[test]
@@ -75,11 +75,18 @@ fn strict_refuses_answers_that_rest_on_estimates() {
 }
 
 #[test]
-fn an_unknown_tile_is_refused_listing_the_known_ones() {
-    for t in ["1", "300", "2048"] {
+fn a_tile_off_the_latent_grid_is_refused_and_any_other_is_priced() {
+    for t in ["1", "300", "1020"] {
         let out = run(&["reserve", "sdxl", "decode", "4096x1024", "--dtype", "fp16", "--tile", t]);
         assert_eq!(out.status.code(), Some(2), "--tile {t}");
-        assert!(stderr_of(&out).contains("known: 0 (untiled), 256, 512, 768, 1024"), "{}", stderr_of(&out));
+        assert!(stderr_of(&out).contains("a tile is a multiple of 8 pixels"), "{}", stderr_of(&out));
+    }
+    // A tile nobody measured, on a measured platform: the derived tile.
+    for t in ["640", "2048"] {
+        let j = json(&["reserve", "sdxl", "decode", "4096x1024", "--dtype", "fp16", "--tile", t]);
+        assert_eq!(j["rule"], "derived-tile", "--tile {t}");
+        let tile: u64 = t.parse().unwrap();
+        assert_eq!(j["tiled"]["tile_pixels"], tile.min(4096) * tile.min(1024));
     }
 }
 
@@ -128,8 +135,22 @@ fn a_plan_with_a_tile_is_labelled_tiled() {
 
 #[test]
 fn a_tiled_legacy_price_scales_with_the_batch() {
-    let one = json(&["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--tile", "256"]);
-    let three = json(&["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--tile", "256", "--batch", "3"]);
+    // XPU: a platform nobody measured, so the legacy floor prices its tiles.
+    let one = json(&["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--tile", "256", "--backend", "xpu"]);
+    let three = json(&[
+        "reserve",
+        "sdxl",
+        "decode",
+        "1024x1024",
+        "--dtype",
+        "fp16",
+        "--tile",
+        "256",
+        "--backend",
+        "xpu",
+        "--batch",
+        "3",
+    ]);
     assert_eq!(one["rule"], "legacy-floor");
     assert_eq!(three["bytes"].as_u64().unwrap(), 3 * one["bytes"].as_u64().unwrap());
     let plan = json(&[
@@ -141,6 +162,8 @@ fn a_tiled_legacy_price_scales_with_the_batch() {
         "fp16",
         "--tile",
         "256",
+        "--backend",
+        "xpu",
         "--batch",
         "3",
         "--free",

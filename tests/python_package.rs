@@ -28,6 +28,8 @@ struct Q {
     allocator: String,
     os: String,
     env: Vec<(&'static str, String)>,
+    /// `--host` (None: the file's default host).
+    host: Option<String>,
     /// The words both refusals must contain, for a query that must fail.
     refused: Option<&'static str>,
 }
@@ -48,6 +50,9 @@ impl Q {
         }
         a.extend(["--backend".into(), self.backend.clone(), "--allocator".into(), self.allocator.clone()]);
         a.extend(["--os".into(), self.os.clone(), "--coefficients".into(), coefficients.to_string()]);
+        if let Some(h) = &self.host {
+            a.extend(["--host".into(), h.clone()]);
+        }
         a
     }
 
@@ -59,6 +64,7 @@ impl Q {
             "kw": {
                 "batch": self.batch, "tile": self.tile, "dtype": self.dtype, "loaded_dtype": self.loaded,
                 "fp32": self.fp32, "backend": self.backend, "allocator": self.allocator, "os": self.os,
+                "host": self.host,
             },
         })
     }
@@ -129,9 +135,15 @@ fn queries() -> Vec<Q> {
                     0 => pick.of(DTYPES).to_string(),
                     _ => key.dtype.to_string(),
                 };
+                // Untiled keys also ask tiles nobody measured: the derived tile.
                 let tile = match pick.next() % 5 {
                     0 => 4096, // covers the whole image: priced untiled
+                    1 | 2 if key.tile == 0 => *pick.of(&[256, 384, 640, 768, 1152]),
                     _ => key.tile,
+                };
+                let host = match pick.next() % 4 {
+                    0 => Some(pick.of(&["diffusers", "invokeai-flux", "comfyui"]).to_string()),
+                    _ => None,
                 };
                 let (width, height) = if pick.next().is_multiple_of(3) { (s, s / 2 + 8) } else { (s, s) };
                 out.push(Q {
@@ -152,6 +164,7 @@ fn queries() -> Vec<Q> {
                     },
                     os,
                     env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
+                    host,
                     refused: None,
                 });
             }
@@ -168,7 +181,7 @@ fn queries() -> Vec<Q> {
             width: s,
             height: s,
             batch: *pick.of(&[1, 2, 3]),
-            tile: *pick.of(&[0, 0, 256, 512, 1024, 8192]),
+            tile: *pick.of(&[0, 0, 256, 512, 640, 1024, 8192]),
             dtype: Some(pick.of(DTYPES).to_string()),
             loaded: if pick.next().is_multiple_of(4) { Some(pick.of(DTYPES).to_string()) } else { None },
             fp32: None,
@@ -176,6 +189,7 @@ fn queries() -> Vec<Q> {
             allocator: allocator.to_string(),
             os: pick.of(OSES).to_string(),
             env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
+            host: None,
             refused: None,
         });
     }
@@ -197,6 +211,7 @@ fn queries() -> Vec<Q> {
                     allocator: "auto".into(),
                     os: "linux".into(),
                     env: vec![],
+                    host: None,
                     refused: (model == "flux1").then_some("SD nodes' switch"),
                 });
             }
@@ -218,10 +233,12 @@ fn queries() -> Vec<Q> {
         allocator: "native".into(),
         os: "linux".into(),
         env: vec![],
+        host: None,
         refused: Some(words),
     };
     out.push(refuse("sdxxl", 0, Some("fp16"), None, None, "unknown vae or model"));
-    out.push(refuse("sdxl", 300, Some("fp16"), None, None, "not a tile these coefficients know"));
+    out.push(refuse("sdxl", 300, Some("fp16"), None, None, "a tile is a multiple of 8 pixels"));
+    out.push(Q { tile: 512, host: Some("gimp".into()), ..refuse("sdxl", 512, Some("fp16"), None, None, "not a host") });
     out.push(refuse("sdxl", 0, None, None, None, "say which dtype the VAE runs in"));
     out.push(refuse("sdxl", 0, Some("fp16"), None, Some(true), "contradicts"));
     out.push(refuse("cogview4", 0, Some("fp32"), Some("fp16"), None, "no weight count"));
@@ -288,7 +305,7 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
     }
     assert!(refusals >= 20, "{refusals} refusals of {}", qs.len());
     // Every rule the pricer has (but `--legacy`'s) was exercised.
-    let all = ["fitted-line", "carried-line", "any-os-line", "unmeasured-rule", "legacy-floor"];
+    let all = ["fitted-line", "carried-line", "any-os-line", "unmeasured-rule", "derived-tile", "legacy-floor"];
     let shipped_kinds: Vec<String> = vramfit::coefficients::load(&coefficients_path())
         .unwrap()
         .lines

@@ -500,3 +500,44 @@ fn an_unmeasured_dtype_is_never_priced_below_another_dtype_measured_on_its_platf
     let j = reserve_json(&["qwen-image", "decode", "1024x1024", "--dtype", "bf16", "--os", "linux"], &[]);
     assert!(j["mib"].as_u64().unwrap() > 5380, "{j}");
 }
+
+/// `--max-tile-for`: the largest tile whose own `reserve` fits, the next
+/// one up does not, and no tile fitting is exit 1 with the smallest price.
+#[test]
+fn max_tile_for_answers_the_inverse_of_reserve() {
+    let price = |t: u64| {
+        let t = t.to_string();
+        let out = on_data_root()
+            .args(["--format", "json", "reserve", "sdxl", "decode", "4096x4096", "--dtype", "fp16", "--os", "linux"])
+            .args(["--tile", &t])
+            .output()
+            .unwrap();
+        json_of(&out)["bytes"].as_u64().unwrap()
+    };
+    let budget: u64 = 6 << 30;
+    let out = on_data_root()
+        .args(["--format", "json", "reserve", "sdxl", "decode", "4096x4096", "--dtype", "fp16", "--os", "linux"])
+        .args(["--max-tile-for", "6GiB"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    let tile = j["chosen"]["line"]["tile"].as_u64().unwrap();
+    assert_eq!(j["chosen"]["bytes"].as_u64().unwrap(), price(tile));
+    assert!(price(tile) <= budget && price(tile + 64) > budget, "{tile}");
+    assert_eq!(j["next_larger"]["line"]["tile"].as_u64().unwrap(), tile + 64);
+    assert_eq!(j["budget_bytes"].as_u64().unwrap(), budget);
+    let none = on_data_root()
+        .args(["reserve", "sdxl", "decode", "4096x4096", "--dtype", "fp16", "--os", "linux", "--max-tile-for", "1MiB"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    let want = format!("even tile 64 reserves {} MiB > budget", price(64).div_ceil(1 << 20));
+    assert!(stdout_of(&none).contains(&want), "{}", stdout_of(&none));
+    // It is the inverse of a price: --tile and --legacy make no sense with it.
+    let both = on_data_root()
+        .args(["reserve", "sdxl", "decode", "4096x4096", "--dtype", "fp16", "--tile", "512", "--max-tile-for", "6GiB"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+}

@@ -99,7 +99,40 @@ fn the_untouched_copy_passes() {
             }
         }
     }
-    assert_eq!(j["pricings"], 128 + 520 + 3960 + other_dtype);
+    // The derived-tile checks: every untiled line's platform asked each
+    // tile it has no line of, and every platform (lines and thin keys)
+    // priced at each tile, at each grid size the tile does not cover.
+    let thin = file["insufficient"].as_array().unwrap();
+    let tile_of = |l: &serde_json::Value| l["tile"].as_u64().unwrap();
+    let mut tiles: std::collections::BTreeSet<u64> =
+        file["tiles"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    tiles.extend(lines.iter().chain(thin).map(tile_of).filter(|t| *t != 0));
+    let grid = [512u64, 768, 1024, 1280, 1536, 2048];
+    let tiling = |t: u64| grid.iter().filter(|s| **s > t).count();
+    let platform = |l: &serde_json::Value| {
+        let k = key_of(l);
+        let parts: Vec<&str> = k.split('/').collect();
+        format!("{}/{}/{}", parts[..2].join("/"), parts[3..].join("/"), "")
+    };
+    let mut unmeasured_tiles = 0;
+    for l in lines.iter().filter(|l| tile_of(l) == 0) {
+        for t in &tiles {
+            let own = lines.iter().any(|o| platform(o) == platform(l) && tile_of(o) == *t);
+            let os_less = lines.iter().any(|o| {
+                tile_of(o) == *t && o["os"] == "any" && {
+                    let mut a = l.clone();
+                    a["os"] = "any".into();
+                    platform(o) == platform(&a)
+                }
+            });
+            if !own && !os_less {
+                unmeasured_tiles += tiling(*t);
+            }
+        }
+    }
+    let platforms: std::collections::BTreeSet<String> = lines.iter().chain(thin).map(platform).collect();
+    let monotone: usize = platforms.len() * tiles.iter().map(|t| tiling(*t)).sum::<usize>();
+    assert_eq!(j["pricings"], 128 + 520 + 3960 + other_dtype + unmeasured_tiles + monotone);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }
@@ -295,6 +328,13 @@ fn with_exceptions(root: &Path) -> Vec<String> {
     let mut text = fs::read_to_string(&policy).unwrap();
     for id in &over {
         text.push_str(&format!("\n[[exception]]\nid = \"{id}\"\nreason = \"over 1.2 on the published data\"\n"));
+    }
+    fs::write(&policy, &text).unwrap();
+    // The tiled points the derived tile price reserves over 1.2× too.
+    let emitted = json_of(&vramfit().arg("--root").arg(root).args(["--format", "json", "emit"]).output().unwrap());
+    for f in emitted["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "derived-tile") {
+        let id = f["points"][0].as_str().unwrap();
+        text.push_str(&format!("\n[[exception]]\nid = \"{id}\"\nreason = \"derived tile over 1.2\"\n"));
     }
     fs::write(&policy, text).unwrap();
     emit(root);
@@ -796,4 +836,130 @@ fn a_pricer_that_prices_an_unmeasured_dtype_below_a_measured_one_is_caught() {
         "{:?}",
         broken.findings.iter().map(|f| &f.message).collect::<Vec<_>>()
     );
+}
+
+// --- The derived tile --------------------------------------------------------
+
+/// A pricer that forgets the output copies of a derived tile.
+struct DropCopies(Coefficients);
+impl Pricer for DropCopies {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let mut p = self.0.price(q, env)?;
+        p.bytes -= p.tiled.as_ref().map_or(0, |t| t.copies_bytes);
+        Ok(p)
+    }
+}
+
+/// A pricer that prices a derived tile at the whole image's pixels.
+struct WholeImageTile(Coefficients);
+impl Pricer for WholeImageTile {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let p = self.0.price(q, env)?;
+        if p.rule != vramfit::pricing::Rule::DerivedTile {
+            return Ok(p);
+        }
+        self.0.price(&Query { tile: 0, ..q.clone() }, env)
+    }
+}
+
+fn derived_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
+    let real = vramfit::commands::verify::run(root).unwrap();
+    assert!(real.ok, "the real pricer passes: {:?}", real.findings);
+    let broken = vramfit::commands::verify::run_with(root, make).unwrap();
+    let keys: Vec<String> = broken
+        .findings
+        .iter()
+        .filter(|f| f.code == vramfit::findings::Code::DerivedTile)
+        .filter_map(|f| f.line.clone())
+        .collect();
+    assert!(!keys.is_empty(), "derived-tile must catch it: {:?}", broken.findings);
+    keys
+}
+
+#[test]
+fn pricer_that_drops_the_output_copies() {
+    let root = scratch();
+    let keys = derived_caught(root.path(), &|c| Box::new(DropCopies(c)));
+    assert!(keys.contains(&"sd/decode/768/cudnn/native/any/fp16".to_string()), "{keys:?}");
+}
+
+#[test]
+fn pricer_that_prices_a_tile_as_the_whole_image() {
+    let root = scratch();
+    let keys = derived_caught(root.path(), &|c| Box::new(WholeImageTile(c)));
+    assert!(keys.contains(&"sd/decode/256/cudnn/native/any/fp16".to_string()), "{keys:?}");
+}
+
+/// A measured tile its derived price does not cover is a finding naming
+/// the point; so is one it over-reserves past the bound.
+#[test]
+fn a_tiled_point_above_or_far_below_its_derived_price() {
+    let root = scratch();
+    let csv = "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+               t768-hi,test,cudnn,native,linux,sd,decode,768,fp16,2048,2048,1,5000\n\
+               t768-lo,test,cudnn,native,linux,sd,decode,768,fp16,1536,1536,1,1000\n";
+    let f = root.path().join("tiles.csv");
+    fs::write(&f, csv).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    emit_forced(root.path(), "derived-tile");
+    let j = caught(root.path(), "derived-tile");
+    let found = with_code(&j, "derived-tile");
+    let about = |id: &str| found.iter().find(|f| f["points"][0] == id).unwrap_or_else(|| panic!("{id}: {found:?}"));
+    assert!(about("t768-hi")["message"].as_str().unwrap().contains("is not covered by the derived tile price"));
+    assert!(about("t768-lo")["message"].as_str().unwrap().contains("is over-reserved"));
+    assert_eq!(about("t768-hi")["line"], "sd/decode/768/cudnn/native/any/fp16");
+    // Listing the low one as an exception silences its finding; the
+    // exception is not stale (the derived price is what is over the bound).
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, format!("{text}\n[[exception]]\nid = \"t768-lo\"\nreason = \"test\"\n")).unwrap();
+    emit_forced(root.path(), "derived-tile");
+    let (_, j) = verify_json(root.path());
+    let left: Vec<String> = with_code(&j, "derived-tile").iter().map(|f| f["points"][0].to_string()).collect();
+    assert_eq!(left, ["\"t768-hi\""]);
+    assert!(with_code(&j, "stale-exception").is_empty(), "{:?}", j["findings"]);
+}
+
+/// The leave-the-tile-out crossval prices each tile from the untiled line
+/// alone, with the same numbers `reserve` gives a tile nobody measured.
+#[test]
+fn crossval_by_tile_prices_like_reserve() {
+    let out = on_data_root().args(["--format", "json", "crossval", "--by", "tile"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    assert_eq!(j["by"], "tile");
+    assert_eq!(j["held_out"], j["covered"], "every measured tile is covered: {j}");
+    assert!(j["held_out"].as_u64().unwrap() >= 18);
+    let line = j["lines"].as_array().unwrap().iter().find(|l| l["tile"] == 512 && l["dtype"] == "fp16").unwrap();
+    let p = &line["points"][0];
+    let id = p["id"].as_str().unwrap();
+    // The same point's key on a root with the tile's own line taken out: reserve derives it.
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    let shown = stdout_of(&on_data_root().args(["--format", "json", "points", "--tile", "512"]).output().unwrap());
+    let points: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let mut excluded = String::new();
+    let mut size = None;
+    for pt in points["points"].as_array().unwrap() {
+        if pt["id"] == id {
+            size = Some((pt["width"].as_u64().unwrap(), pt["height"].as_u64().unwrap(), pt["run_dtype"].clone()));
+        }
+        excluded.push_str(&format!("\n[[exclude]]\nid = {}\nreason = \"test\"\n", pt["id"]));
+    }
+    fs::write(&policy, format!("{text}{excluded}")).unwrap();
+    emit(root.path());
+    let (w, h, _) = size.unwrap();
+    let size = format!("{w}x{h}");
+    let r = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args([
+            "--format", "json", "reserve", "sd", "decode", &size, "--dtype", "fp16", "--tile", "512", "--os", "linux",
+        ])
+        .output()
+        .unwrap();
+    let r = json_of(&r);
+    assert_eq!(r["rule"], "derived-tile");
+    assert_eq!(r["bytes"], p["reserve_bytes"]);
 }

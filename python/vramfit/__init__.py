@@ -26,6 +26,7 @@ import json
 import os as _os
 import sys
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from fractions import Fraction
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -46,6 +47,8 @@ __version__ = "0.1.0"
 MIB = 1 << 20
 #: The largest ``width × height × batch`` vramfit prices.
 MAX_PIXELS = 1 << 48
+#: A tile edge is a whole number of latent pixels of an 8x VAE.
+TILE_STEP = 8
 _U64 = (1 << 64) - 1
 FORMAT = "vramfit-coefficients"
 VERSION = 2
@@ -73,6 +76,7 @@ _RULE_TEXT = {
     "carried-line": "carried line",
     "any-os-line": "line measured without an OS",
     "unmeasured-rule": "unmeasured rule",
+    "derived-tile": "derived tile",
     "legacy-floor": "legacy floor",
 }
 
@@ -235,6 +239,9 @@ class Reservation:
     os: Detected
     #: The tile asked for when a tile covering the whole image priced untiled.
     tile_asked: Optional[int]
+    #: A tile priced from an untiled line: ``host`` (value, from), ``copies``,
+    #: ``copies_source``, ``tile_pixels``, ``tile_bytes``, ``copies_bytes``.
+    tiled: Optional[dict]
     #: What a user should read (extrapolation, unmeasured keys, …).
     warnings: List[str]
     #: Which coefficients priced it.
@@ -266,6 +273,7 @@ class Reservation:
             "allocator": self.allocator.to_dict(),
             "os": self.os.to_dict(),
             "tile_asked": self.tile_asked,
+            "tiled": dict(self.tiled) if self.tiled else None,
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
         }
@@ -333,6 +341,7 @@ class Coefficients:
         self.allocator_defaults = data.get("allocator_defaults", [])
         self.default_allocator = data.get("default_allocator", "native")
         self.legacy = data.get("legacy")
+        self.tiling = data.get("tiling")
         tiles = {0}
         tiles.update(int(t) for t in data.get("tiles", []))
         tiles.update(k.tile for k in self.lines)
@@ -360,10 +369,38 @@ class Coefficients:
     def _effective_tile(self, tile, width, height):
         if tile != 0 and tile >= width and tile >= height:
             return 0
-        if tile not in self.known_tiles:
-            shown = ", ".join("0 (untiled)" if t == 0 else str(t) for t in self.known_tiles)
-            raise ValueError("--tile %d: not a tile these coefficients know (known: %s)" % (tile, shown))
+        if tile % TILE_STEP != 0:
+            raise ValueError("--tile %d: a tile is a multiple of %d pixels (one latent pixel of an 8x VAE), e.g. %d or %d"
+                             % (tile, TILE_STEP, tile // TILE_STEP * TILE_STEP, (tile // TILE_STEP + 1) * TILE_STEP))
         return tile
+
+    def _tiling_host(self, host):
+        t = self.tiling
+        if t is None:
+            if host is not None:
+                raise ValueError("--host %s: these coefficients declare no tiling hosts" % host)
+            return None
+        name = t["default_host"] if host is None else str(host).strip()
+        if name not in t["hosts"]:
+            raise ValueError("--host %s: not a host these coefficients know (known: %s)"
+                             % (name, ", ".join(sorted(t["hosts"]))))
+        return name, t["hosts"][name], host is not None
+
+    def _tile_on(self, key, width, height, batch, pixels, host):
+        """A tiled query's derived inputs: (host, entry, given, tile pixels, copies bytes), or None."""
+        if key.tile == 0:
+            return None
+        chosen = self._tiling_host(host)
+        if chosen is None:
+            return None
+        name, entry, given = chosen
+        t = key.tile
+        tile_pixels = min(t, width) * min(t, height) * batch
+        copies = Fraction(str(entry["copies"])) * 3 * _ELEM[key.dtype] * pixels
+        copies_bytes = -(-copies.numerator // copies.denominator)
+        if copies_bytes > _U64:
+            raise ValueError("the output copies of %d px are too large to price" % pixels)
+        return name, entry, given, tile_pixels, copies_bytes
 
     @staticmethod
     def _run_dtype(family, dtype, loaded, fp32):
@@ -454,7 +491,7 @@ class Coefficients:
         return best
 
     def reserve(self, model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0,
-                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None):
+                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None):
         """Prices one query; see :func:`reserve`."""
         for name, v in (("width", width), ("height", height), ("batch", batch), ("tile", tile)):
             if isinstance(v, bool) or not isinstance(v, int):
@@ -477,10 +514,10 @@ class Coefficients:
         if os_choice is not None:
             os_d = Detected(os_choice, "flag")
         else:
-            host = _host_os()
-            if host is None:
+            this_os = _host_os()
+            if this_os is None:
                 raise ValueError("cannot tell the host OS; give --os")
-            os_d = Detected(host, "host")
+            os_d = Detected(this_os, "host")
         if alloc_choice is not None:
             alloc_d = Detected(alloc_choice, "flag")
         else:
@@ -493,7 +530,15 @@ class Coefficients:
             raise ValueError("%dx%d × batch %d is too large to price" % (width, height, batch))
         loaded = loaded_given or run.value
         growth = self._growth(family, run.value, loaded)
+        tile_on = self._tile_on(key, width, height, batch, pixels, host)
         measured = self._measured_line(key, pixels)
+        derived = False
+        if measured is None and tile_on is not None:
+            # The derived tile: the platform's untiled line at one tile.
+            untiled = self._measured_line(_replace(key, tile=0), tile_on[3])
+            if untiled is not None:
+                measured = ("derived-tile",) + tuple(untiled[1:])
+                derived = True
         legacy = None
         if measured is not None:
             rule, priced_by, coef, line_bytes = measured
@@ -501,17 +546,26 @@ class Coefficients:
             # Every platform's line of this (vae, op, tile, dtype), and this
             # platform's lines of the same VAE, op and tile in other dtypes
             # (the demand does not follow the element size); ties go to the
-            # first key in key order.
+            # first key in key order. For a tile, also each such untiled line
+            # priced as a derived tile (a measured tile keeps a tie).
+            def candidates(tile):
+                for k, c in self.ordered:
+                    if k.vae != key.vae or k.op != key.op or k.tile != tile:
+                        continue
+                    same_platform = (k.conv_backend == key.conv_backend and k.allocator == key.allocator
+                                     and k.os in (key.os, "any"))
+                    if k.dtype == key.dtype or same_platform:
+                        yield k, c
             best = None
-            for k, c in self.ordered:
-                if k.vae != key.vae or k.op != key.op or k.tile != key.tile:
-                    continue
-                same_platform = (k.conv_backend == key.conv_backend and k.allocator == key.allocator
-                                 and k.os in (key.os, "any"))
-                if k.dtype == key.dtype or same_platform:
-                    b = c.at(pixels)
-                    if best is None or b > best[0]:
-                        best = (b, k, c)
+            for k, c in candidates(key.tile):
+                b = c.at(pixels)
+                if best is None or b > best[0]:
+                    best = (b, b, k, c, False)
+            if tile_on is not None:
+                for k, c in candidates(0):
+                    b = c.at(tile_on[3])
+                    if best is None or b + tile_on[4] > best[0]:
+                        best = (b + tile_on[4], b, k, c, True)
             legacy = self._legacy_at(key, pixels, batch)
             if best is None and legacy is None:
                 raise ValueError(
@@ -521,15 +575,28 @@ class Coefficients:
             if best is None:
                 rule, priced_by, coef, line_bytes = "legacy-floor", None, None, None
             else:
-                line_bytes, priced_by, coef = best
-                rule = "unmeasured-rule" if legacy is None or line_bytes + growth >= legacy else "legacy-floor"
-        total = legacy if rule == "legacy-floor" else line_bytes + growth
+                total_b, line_bytes, priced_by, coef, derived = best
+                rule = "unmeasured-rule" if legacy is None or total_b + growth >= legacy else "legacy-floor"
+        copies = tile_on[4] if derived else 0
+        total = legacy if rule == "legacy-floor" else line_bytes + copies + growth
         if total > _U64:
             raise ValueError("reservation too large")
+        tiled = None
+        if derived:
+            name, entry, given, tile_pixels, copies_bytes = tile_on
+            tiled = {
+                "host": {"value": name, "from": "flag" if given else "the coefficients' default host"},
+                "copies": str(entry["copies"]),
+                "copies_source": entry["source"],
+                "tile_pixels": tile_pixels,
+                "tile_bytes": line_bytes,
+                "copies_bytes": copies_bytes,
+            }
+        at = tiled["tile_pixels"] if tiled else pixels
 
         size_range = coef.size_range if coef is not None else None
         extrapolated = rule != "legacy-floor" and size_range is not None and not (
-            size_range[0] <= pixels <= size_range[1])
+            size_range[0] <= at <= size_range[1])
         tile_asked = tile if tile != key.tile else None
         warnings = []
         if tile_asked is not None:
@@ -537,7 +604,7 @@ class Coefficients:
                             % (tile, width, height))
         if extrapolated:
             warnings.append("%d px lies outside the measured range of %s (%d–%d px): the line is extrapolated"
-                            % (pixels, priced_by, size_range[0], size_range[1]))
+                            % (at, priced_by, size_range[0], size_range[1]))
         if rule in ("unmeasured-rule", "legacy-floor"):
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
         if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
@@ -575,6 +642,7 @@ class Coefficients:
             allocator=alloc_d,
             os=os_d,
             tile_asked=tile_asked,
+            tiled=tiled,
             warnings=warnings,
             coefficients=self.source,
         )
@@ -615,7 +683,7 @@ def bundled():
 
 
 def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0, backend="cudnn",
-            allocator="auto", os="auto", fp32=None, coefficients=None, env=None):
+            allocator="auto", os="auto", fp32=None, coefficients=None, env=None, host=None):
     """What this VAE decode or encode reserves, as ``vramfit reserve`` answers.
 
     ``model`` is a family (``sd``) or a model name (``sdxl``); ``op`` is
@@ -629,10 +697,14 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
     PyTorch reads them), a name, or a conf string; ``os`` is ``auto`` (this
     host) or ``linux`` / ``windows`` / ``macos``. ``coefficients`` is a
     :class:`Coefficients` (see :func:`load`); default: the bundled copy.
+    ``tile`` is a tile edge (a multiple of 8; 0 untiled); a tile with no
+    line of its own is priced from its platform's untiled line at one tile
+    plus ``host``'s copies of the output (``diffusers`` by default,
+    ``invokeai-flux``, ``comfyui``: the coefficients' ``tiling.hosts``).
     """
     c = coefficients if coefficients is not None else bundled()
     return c.reserve(model, op, width, height, dtype=dtype, loaded_dtype=loaded_dtype, batch=batch, tile=tile,
-                     backend=backend, allocator=allocator, os=os, fp32=fp32, env=env)
+                     backend=backend, allocator=allocator, os=os, fp32=fp32, env=env, host=host)
 
 
 def _fraction(value, name):

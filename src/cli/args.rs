@@ -211,9 +211,13 @@ pub(super) struct QueryFlags {
     /// Images in the batch (for `plan`: the number of items).
     #[arg(long, default_value_t = 1)]
     pub(super) batch: u64,
-    /// Tile edge in pixels (0 = untiled).
+    /// Tile edge in pixels (0 = untiled; a multiple of 8).
     #[arg(long, default_value_t = 0)]
     pub(super) tile: u32,
+    /// Whose tiled decode a tile without a line of its own is priced for:
+    /// diffusers, invokeai-flux or comfyui (the policy's hosts; default diffusers).
+    #[arg(long)]
+    pub(super) host: Option<String>,
     /// The dtype the VAE runs in (fp16, bf16, fp32, or PyTorch names).
     #[arg(long)]
     pub(super) dtype: Option<Dtype>,
@@ -246,8 +250,12 @@ pub(super) struct ReserveArgs {
     #[command(flatten)]
     pub(super) query: QueryArgs,
     /// Price with the previous (v1) estimator instead.
-    #[arg(long, conflicts_with = "strict")]
+    #[arg(long, conflicts_with_all = ["strict", "max_tile_for"])]
     pub(super) legacy: bool,
+    /// Answer the inverse: the largest tile whose price fits this budget
+    /// (bytes, KiB/MiB/GiB, K/M/G), measured and derived prices first.
+    #[arg(long, value_name = "BUDGET", conflicts_with = "tile")]
+    pub(super) max_tile_for: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,6 +329,8 @@ pub(super) enum ByArg {
     Size,
     /// Leave every point of one source out.
     Source,
+    /// Price every measured tile from its platform's untiled line alone (the derived tile rule).
+    Tile,
 }
 
 #[derive(Args, Debug)]

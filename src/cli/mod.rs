@@ -242,6 +242,7 @@ fn query_options(
         conv_backend: a.backend,
         allocator: choice(&a.allocator)?,
         os: choice(&a.os)?,
+        host: a.host.clone(),
     };
     Ok(reserve::QueryOptions { query, coefficients: a.coefficients.clone(), root: root.clone() })
 }
@@ -351,6 +352,14 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let q = &a.query;
             let opts = query_options(&q.model, q.op, &q.size, &q.flags, &explicit_root)?;
             warn_if_local_copy_differs(&opts.source(), color, err);
+            if let Some(budget) = &a.max_tile_for {
+                let budget = crate::units::parse_bytes(budget).map_err(|e| anyhow::anyhow!("--max-tile-for {e}"))?;
+                let r = commands::reserve::max_tile(&opts, env, budget)?;
+                emit(out, &report::render(&r, format, "reserve")?);
+                let estimates = r.search.chosen.as_ref().map(|p| p.estimates()).unwrap_or_default();
+                let code = strict_code(a.query.flags.strict, &estimates, color, err);
+                return Ok(if r.search.chosen.is_none() { EXIT_FINDINGS } else { code });
+            }
             let r = commands::reserve::run(&opts, env, a.legacy)?;
             emit(out, &report::render(&r, format, "reserve")?);
             Ok(strict_code(a.query.flags.strict, &r.price.estimates(), color, err))
@@ -401,6 +410,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let by = match a.by {
                 ByArg::Size => crate::crossval::HoldOut::Size,
                 ByArg::Source => crate::crossval::HoldOut::Source,
+                ByArg::Tile => crate::crossval::HoldOut::Tile,
             };
             let fail_under = a
                 .fail_under

@@ -10,7 +10,7 @@ pub mod fields;
 use crate::exact::{Ratio, MIB};
 use crate::lines::{slope_text, Line, LineKind};
 use crate::points::LineKey;
-use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy};
+use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy, Tiling};
 use crate::registry::VaeEntry;
 use crate::vocab::Allocator;
 use anyhow::{anyhow, bail, Result};
@@ -64,6 +64,9 @@ pub struct CoefficientsFile {
     pub default_allocator: Allocator,
     /// Tile edges `plan` may fall back to, largest first.
     pub tiles: Vec<u32>,
+    /// The derived-tile rule: a tile with no line of its own on a platform
+    /// whose untiled line exists (null: no such rule; the unmeasured rule prices it).
+    pub tiling: Option<Tiling>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
 }
@@ -230,6 +233,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
         allocator_defaults: policy.allocator_defaults.clone(),
         default_allocator: policy.default_allocator,
         tiles: policy.tiles.clone(),
+        tiling: policy.tiling.clone(),
         digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }
@@ -340,6 +344,14 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     let mut tiles = std::collections::BTreeSet::new();
     if let Some(t) = f.tiles.iter().find(|t| **t == 0 || !tiles.insert(**t)) {
         bail!("{file}: tiles: {t} is zero or listed twice");
+    }
+    if let Some(t) = &f.tiling {
+        if !t.hosts.contains_key(&t.default_host) {
+            bail!("{file}: tiling.default_host: '{}' is not one of tiling.hosts", t.default_host);
+        }
+        if let Some((name, _)) = t.hosts.iter().find(|(_, h)| h.copies.is_negative()) {
+            bail!("{file}: tiling.hosts.{name}.copies: a count of copies is at least 0");
+        }
     }
     let mut names = std::collections::BTreeMap::new();
     for (family, entry) in &f.registry {

@@ -80,3 +80,12 @@ pub fn run(opts: &QueryOptions, env: &EnvSnapshot, legacy: bool) -> Result<Reser
     let price = if legacy { c.price_legacy(&q, env)? } else { c.price(&q, env)? };
     Ok(ReserveReport { price, coefficients: c.source.clone() })
 }
+
+/// `reserve --max-tile-for BUDGET`: the largest tile whose price fits.
+pub fn max_tile(opts: &QueryOptions, env: &EnvSnapshot, budget: u64) -> Result<crate::plan::MaxTileReport> {
+    let c = load(&opts.source())?;
+    let q = opts.query()?;
+    let known = c.known_tiles().to_vec();
+    let search = crate::plan::largest_tile(&c, &q, env, budget, None, &known)?;
+    Ok(crate::plan::MaxTileReport { budget_bytes: budget, search, coefficients: c.source.clone() })
+}

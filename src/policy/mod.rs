@@ -75,6 +75,45 @@ pub struct Legacy {
     pub fp32_extra_mib: BTreeMap<String, u64>,
 }
 
+/// How a tile with no measured line of its own is priced from the
+/// untiled line of its platform (docs/DESIGN.md, "Pricing", step 3):
+/// one tile on that line, plus `copies` of the 3-channel output that the
+/// host keeps on the GPU while it blends the tiles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Tiling {
+    /// The host a query means when it names none.
+    pub default_host: String,
+    /// Each host's output copies, by the name a query gives (`--host`).
+    pub hosts: BTreeMap<String, TilingHost>,
+    /// The rule in words, for a runtime reading the file alone.
+    pub formula: String,
+}
+
+/// One host's tiled decode: how many copies of the output it holds on the GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TilingHost {
+    /// Copies of the `3 × W × H × batch` output, exact decimal.
+    pub copies: crate::exact::Ratio,
+    /// Where the figure comes from.
+    pub source: String,
+}
+
+impl TilingHost {
+    /// `ceil(copies × 3 × element bytes × pixels)`: the decoded output's
+    /// copies this host holds on the GPU (None: too large to price).
+    pub fn copies_bytes(&self, dtype: Dtype, pixels: u64) -> Option<u64> {
+        let num = u128::try_from(self.copies.num()).ok()?;
+        let den = u128::try_from(self.copies.den()).ok()?;
+        let product = num.checked_mul(3 * u128::from(dtype.elem_bytes()))?.checked_mul(u128::from(pixels))?;
+        u64::try_from(crate::exact::ceil_div_u128(product, den)).ok()
+    }
+}
+
+/// The derived-tile rule in words (shipped in the coefficients file).
+pub const DERIVED_TILE_FORMULA: &str = "a tile T with no line of its own on a platform whose untiled line exists: \
+     the untiled line at min(T, width) × min(T, height) × batch pixels, plus ceil(copies × 3 × element bytes × \
+     width × height × batch) with the host's copies and the run dtype's element bytes (fp16/bf16 2, fp32 4)";
+
 /// The parsed policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -105,6 +144,9 @@ pub struct Policy {
     pub grid: Vec<(u64, u64)>,
     /// Tile edges `plan` may fall back to, largest first.
     pub tiles: Vec<u32>,
+    /// The derived-tile rule's hosts (None: tiles without a line of their
+    /// own are priced by the unmeasured rule, as before the rule existed).
+    pub tiling: Option<Tiling>,
 }
 
 /// A problem verify reports as a finding and fit/emit treat as an error.

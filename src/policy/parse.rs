@@ -1,7 +1,10 @@
 //! Parsing `fits/policy.toml`: structural mistakes are errors; unknown keys
 //! are collected as problems so `verify` can report all of them at once.
 
-use super::{AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, UNMEASURED_RULE};
+use super::{
+    AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, Tiling, TilingHost,
+    DERIVED_TILE_FORMULA, UNMEASURED_RULE,
+};
 use crate::exact::{policy_number, Ratio};
 use crate::points::LineKey;
 use crate::registry::{Registry, VaeEntry};
@@ -26,6 +29,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "allocator_default",
     "legacy",
     "vae",
+    "tiling",
 ];
 pub(super) const LISTED_KEYS: &[&str] = &["id", "reason"];
 pub(super) const CARRY_KEYS: &[&str] =
@@ -35,6 +39,8 @@ pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocato
 pub(super) const LEGACY_KEYS: &[&str] =
     &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
 pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note"];
+pub(super) const TILING_KEYS: &[&str] = &["default_host", "reason", "host"];
+pub(super) const TILING_HOST_KEYS: &[&str] = &["copies", "source"];
 
 /// Parses a policy. `file` names the file in messages.
 pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
@@ -114,6 +120,11 @@ impl Parser<'_> {
         let registry = self.registry(t)?;
         let grid = self.grid(t)?;
         let tiles = self.tiles(t)?;
+        let tiling = match t.get("tiling") {
+            None => None,
+            Some(Value::Table(l)) => Some(self.tiling(l)?),
+            Some(_) => bail!(self.err("[tiling]", "expected a table")),
+        };
         for c in &carries {
             if !registry.0.contains_key(c.key.vae.as_str()) {
                 bail!(self.err(&format!("[[carry]] {}", c.key), format!("unknown vae family '{}'", c.key.vae)));
@@ -137,7 +148,43 @@ impl Parser<'_> {
             registry,
             grid,
             tiles,
+            tiling,
         })
+    }
+
+    fn tiling(&mut self, t: &Table) -> Result<Tiling> {
+        self.unknown_keys(t, TILING_KEYS, "[tiling]");
+        self.reason(t, "[tiling]")?;
+        let default_host = self.string(t, "default_host", "[tiling]")?;
+        let mut hosts = BTreeMap::new();
+        let listed = match t.get("host") {
+            Some(Value::Table(h)) => h,
+            _ => bail!(self.err("[tiling]", "missing [tiling.host.NAME] tables: declare each host's copies")),
+        };
+        for (name, v) in listed {
+            let at = format!("[tiling.host.{name}]");
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+                bail!(self.err(&at, "a host name is lower-case letters, digits and '-'"));
+            }
+            let h = v.as_table().ok_or_else(|| self.err(&at, "expected a table"))?;
+            self.unknown_keys(h, TILING_HOST_KEYS, &at);
+            let copies = self.number(h, "copies", &at)?.ok_or_else(|| self.err(&at, "missing copies"))?;
+            if copies.den() > 1_000_000 || copies.cmp_exact(&Ratio::int(1000))? == std::cmp::Ordering::Greater {
+                bail!(self.err(&at, "copies: at most 6 decimal places and at most 1000"));
+            }
+            let source = self
+                .string(h, "source", &at)
+                .map_err(|_| self.err(&at, "missing source: say where the copies figure comes from"))?;
+            hosts.insert(name.clone(), TilingHost { copies, source });
+        }
+        if !hosts.contains_key(&default_host) {
+            let known: Vec<&str> = hosts.keys().map(String::as_str).collect();
+            bail!(self.err(
+                "[tiling]",
+                format!("default_host '{default_host}' is not a declared host (declared: {})", known.join(", "))
+            ));
+        }
+        Ok(Tiling { default_host, hosts, formula: DERIVED_TILE_FORMULA.to_string() })
     }
 
     fn number(&self, t: &Table, key: &str, at: &str) -> Result<Option<Ratio>> {

@@ -52,6 +52,29 @@ pub struct PolicyFile {
     pub legacy: Option<LegacyEntry>,
     /// VAE families by name, with the model names that resolve to them.
     pub vae: Option<BTreeMap<String, VaeFamily>>,
+    /// The derived-tile rule: each host's copies of the output.
+    pub tiling: Option<TilingEntry>,
+}
+
+/// `[tiling]`: how a tile without a line of its own is priced.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TilingEntry {
+    /// The host a query means when it names none.
+    pub default_host: String,
+    pub reason: String,
+    /// Each host by the name `--host` takes.
+    pub host: BTreeMap<String, TilingHostEntry>,
+}
+
+/// `[tiling.host.NAME]`: copies of the 3-channel output the host keeps on the GPU.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TilingHostEntry {
+    /// Exact decimal, at least 0.
+    pub copies: PolicyNumber,
+    /// Where the figure comes from.
+    pub source: String,
 }
 
 /// A point id and why it is listed.
@@ -153,7 +176,8 @@ pub struct VaeFamily {
 #[cfg(test)]
 mod tests {
     use super::super::parse::{
-        ALLOC_DEFAULT_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS, OS_SPECIFIC_KEYS, TOP_KEYS, VAE_KEYS,
+        ALLOC_DEFAULT_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS, OS_SPECIFIC_KEYS, TILING_HOST_KEYS, TILING_KEYS,
+        TOP_KEYS, VAE_KEYS,
     };
     use std::collections::BTreeSet;
 
@@ -175,5 +199,7 @@ mod tests {
         assert_eq!(keys::<super::AllocatorDefaultEntry>(), set(ALLOC_DEFAULT_KEYS));
         assert_eq!(keys::<super::LegacyEntry>(), set(LEGACY_KEYS));
         assert_eq!(keys::<super::VaeFamily>(), set(VAE_KEYS));
+        assert_eq!(keys::<super::TilingEntry>(), set(TILING_KEYS));
+        assert_eq!(keys::<super::TilingHostEntry>(), set(TILING_HOST_KEYS));
     }
 }

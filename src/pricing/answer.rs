@@ -36,6 +36,9 @@ pub struct Query {
     pub conv_backend: ConvBackend,
     pub allocator: Choice<Allocator>,
     pub os: Choice<Os>,
+    /// The host whose tiled decode a derived tile prices (`--host`; None:
+    /// the coefficients' default host).
+    pub host: Option<String>,
 }
 
 impl Query {
@@ -55,6 +58,7 @@ impl Query {
             conv_backend: key.conv_backend,
             allocator: Choice::Given(key.allocator),
             os: Choice::Given(key.os),
+            host: None,
         }
     }
 }
@@ -69,6 +73,9 @@ pub enum Rule {
     CarriedLine,
     /// No line for the key: the largest same-(vae, op, tile, dtype) line.
     UnmeasuredRule,
+    /// A tile with no line of its own on a platform whose untiled line
+    /// exists: that line at one tile, plus the host's copies of the output.
+    DerivedTile,
     /// The key keeps its OS (an OS-specific backend), and the line of the
     /// same platform measured without a published OS prices it: that line
     /// is a lower bound for every OS, so it prices a key with no line of its
@@ -87,6 +94,7 @@ impl Rule {
             Rule::CarriedLine => "carried line",
             Rule::AnyOsLine => "line measured without an OS",
             Rule::UnmeasuredRule => "unmeasured rule",
+            Rule::DerivedTile => "derived tile",
             Rule::LegacyFloor => "legacy floor",
             Rule::Legacy => "legacy estimator",
         }
@@ -167,8 +175,29 @@ pub struct Price {
     /// as large as both sides of the image does nothing, so the untiled key
     /// prices it (null otherwise).
     pub tile_asked: Option<u32>,
+    /// The two terms of a tile priced from an untiled line (the derived
+    /// tile rule, or the unmeasured rule when its largest candidate was one).
+    pub tiled: Option<TileTerms>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
+}
+
+/// A tile priced from an untiled line: one tile's activations on the line,
+/// plus the decoded output the host keeps while it blends the tiles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TileTerms {
+    /// The host whose copies priced the output term, and why that host.
+    pub host: Detected<String>,
+    /// The host's copies of the output, exact decimal.
+    pub copies: String,
+    /// Where the copies figure comes from.
+    pub copies_source: String,
+    /// `min(tile, width) × min(tile, height) × batch`: where the untiled line was priced.
+    pub tile_pixels: u64,
+    /// The untiled line at `tile_pixels`, bytes.
+    pub tile_bytes: u64,
+    /// `ceil(copies × 3 × element bytes × width × height × batch)`, bytes.
+    pub copies_bytes: u64,
 }
 
 impl Price {
@@ -184,6 +213,10 @@ impl Price {
             Rule::UnmeasuredRule | Rule::LegacyFloor => {
                 out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
             }
+            Rule::DerivedTile => out.push(format!(
+                "{} has no line of its own: priced by the derived tile rule from its untiled line",
+                self.line
+            )),
             Rule::Legacy => out.push(format!("{} is priced by the legacy estimator", self.line)),
         }
         if self.extrapolated {

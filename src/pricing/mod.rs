@@ -7,7 +7,9 @@ mod answer;
 pub mod legacy;
 pub mod platform;
 
-pub use answer::{Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope};
+pub use answer::{
+    Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope, TileTerms,
+};
 
 use crate::coefficients::CoefficientsFile;
 use crate::exact::MIB;
@@ -70,6 +72,9 @@ pub struct Coefficients {
     /// most of the thousands of floor pricings `verify` makes).
     by_use: FxHashMap<Use, Vec<(LineKey, LineCoef)>>,
 }
+
+/// A tile edge is a whole number of latent pixels of an 8x VAE.
+pub const TILE_STEP: u32 = 8;
 
 /// What the unmeasured rule matches a query's lines by: family, op, tile, dtype.
 type Use = (crate::text::Text, Op, u32, Dtype);
@@ -152,17 +157,20 @@ impl Coefficients {
 
     /// The tile that prices a query: a tile at least as large as both sides
     /// of the image does nothing, so it prices as untiled (whatever its
-    /// size); any other tile must be one the coefficients know, or it is an
-    /// error listing them.
+    /// size); any other tile is a whole number of latent pixels (a multiple
+    /// of 8 output pixels), measured or not: a tile with no line of its own
+    /// is priced by the derived tile rule or the unmeasured rule.
     pub fn effective_tile(&self, q: &Query) -> Result<u32> {
         if q.tile != 0 && u64::from(q.tile) >= q.width && u64::from(q.tile) >= q.height {
             return Ok(0);
         }
-        let known = self.known_tiles();
-        if !known.contains(&q.tile) {
-            let shown: Vec<String> =
-                known.iter().map(|t| if *t == 0 { "0 (untiled)".to_string() } else { t.to_string() }).collect();
-            bail!("--tile {}: not a tile these coefficients know (known: {})", q.tile, shown.join(", "));
+        if !q.tile.is_multiple_of(TILE_STEP) {
+            bail!(
+                "--tile {}: a tile is a multiple of {TILE_STEP} pixels (one latent pixel of an 8x VAE), e.g. {} or {}",
+                q.tile,
+                q.tile / TILE_STEP * TILE_STEP,
+                (q.tile / TILE_STEP + 1) * TILE_STEP
+            );
         }
         Ok(q.tile)
     }
@@ -250,6 +258,7 @@ impl Coefficients {
             os,
             tile_asked: tile_asked(q, &key),
             warnings: tile_warning(q, &key).into_iter().collect(),
+            tiled: None,
             line: key,
         })
     }
@@ -344,54 +353,69 @@ impl Coefficients {
         out
     }
 
+    /// The host a derived tile is priced for: `--host`, else the file's default.
+    fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::policy::TilingHost, bool)>> {
+        let Some(t) = self.file.tiling.as_ref() else {
+            return match &q.host {
+                Some(h) => bail!("--host {h}: these coefficients declare no tiling hosts"),
+                None => Ok(None),
+            };
+        };
+        let (name, given) = match &q.host {
+            Some(h) => (h.trim(), true),
+            None => (t.default_host.as_str(), false),
+        };
+        match t.hosts.get_key_value(name) {
+            Some((n, h)) => Ok(Some((n.as_str(), h, given))),
+            None => bail!(
+                "--host {name}: not a host these coefficients know (known: {})",
+                t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// A tiled query's two derived terms' inputs: one tile's pixels and the
+    /// output copies' bytes (None: untiled, or no tiling rule in the file).
+    fn tile_on(&self, q: &Query, key: &LineKey, pixels: u64) -> Result<Option<TileOn<'_>>> {
+        if key.tile == 0 {
+            return Ok(None);
+        }
+        let Some((host, h, given)) = self.tiling_host(q)? else { return Ok(None) };
+        let t = u64::from(key.tile);
+        let tile_pixels = crate::exact::pixels(t.min(q.width), t.min(q.height), q.batch)
+            .ok_or_else(|| anyhow!("tile {t} × batch {} is too large to price", q.batch))?;
+        let copies_bytes = h
+            .copies_bytes(key.dtype, pixels)
+            .ok_or_else(|| anyhow!("the output copies of {pixels} px are too large to price"))?;
+        Ok(Some(TileOn { host, given, h, tile_pixels, copies_bytes }))
+    }
+
     fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
         let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
         let growth = self.growth(&key.vae, run.value, loaded)?;
-        let measured = self.measured_line(&mut key, pixels)?;
-        let (rule, priced_by, coef, line_bytes, legacy) = match measured {
-            Some((rule, by, c, b)) => (rule, Some(by), Some(c), Some(b), None),
-            None => {
-                // The unmeasured rule: the largest line of the same (vae, op,
-                // tile, dtype) on any platform, or of the same VAE, op and
-                // tile in another dtype on this platform (the demand does not
-                // follow the element size, so no dtype prices below one
-                // measured there); ties go to the first key in key order.
-                let mut best: Option<(u64, &LineKey, &LineCoef)> = None;
-                for (k, c) in self.unmeasured_candidates(&key) {
-                    let b = c.at(pixels)?;
-                    let better = match best {
-                        None => true,
-                        Some((bb, bk, _)) => b > bb || (b == bb && k < bk),
-                    };
-                    if better {
-                        best = Some((b, k, c));
-                    }
-                }
-                let legacy = self.legacy_at(&key, pixels, q.batch);
-                match (best, legacy) {
-                    (None, None) => bail!(
-                        "no coefficient line for {key} and no legacy value: nothing measured for \
-                         {}/{}/tile {}/{} and the legacy table has no element size for {}",
-                        key.vae,
-                        key.op,
-                        key.tile,
-                        key.dtype,
-                        key.dtype
-                    ),
-                    (Some((b, k, c)), Some(l)) if b + growth >= l => {
-                        (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), Some(l))
-                    }
-                    (Some((b, k, c)), None) => (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), None),
-                    (Some((b, k, c)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l)),
-                    (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l)),
-                }
-            }
+        let tile_on = self.tile_on(q, &key, pixels)?;
+        let mut measured = self.measured_line(&mut key, pixels)?.map(|(r, k, c, b)| (r, k, c, b, false));
+        if let (None, Some(t)) = (&measured, &tile_on) {
+            // The derived tile: the platform's untiled line at one tile.
+            let tile = std::mem::replace(&mut key.tile, 0);
+            let untiled = self.measured_line(&mut key, t.tile_pixels);
+            key.tile = tile;
+            measured = untiled?.map(|(_, k, c, b)| (Rule::DerivedTile, k, c, b, true));
+        }
+        let copies = tile_on.as_ref().map_or(0, |t| t.copies_bytes);
+        let (rule, priced_by, coef, line_bytes, legacy, derived) = match measured {
+            Some((rule, by, c, b, derived)) => (rule, Some(by), Some(c), Some(b), None, derived),
+            None => self.unmeasured(&key, q, pixels, growth, tile_on.as_ref())?,
         };
         let bytes = match rule {
             Rule::LegacyFloor => legacy.unwrap_or(0),
-            _ => line_bytes.unwrap_or(0).checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?,
+            _ => line_bytes
+                .unwrap_or(0)
+                .checked_add(if derived { copies } else { 0 })
+                .and_then(|b| b.checked_add(growth))
+                .ok_or_else(|| anyhow!("reservation too large"))?,
         };
         Ok(Settled {
             key,
@@ -407,7 +431,87 @@ impl Coefficients {
             line_bytes,
             legacy,
             bytes,
+            tiled: tile_on.filter(|_| derived),
         })
+    }
+
+    /// The unmeasured rule: the largest line of the same (vae, op, tile,
+    /// dtype) on any platform, or of the same VAE, op and tile in another
+    /// dtype on this platform (the demand does not follow the element size,
+    /// so no dtype prices below one measured there); for a tile, also each
+    /// such untiled line priced as a derived tile. Ties go to the first key
+    /// in key order, a measured tile before a derived one. Never below the
+    /// legacy estimate.
+    #[allow(clippy::type_complexity)]
+    fn unmeasured(
+        &self,
+        key: &LineKey,
+        q: &Query,
+        pixels: u64,
+        growth: u64,
+        tile_on: Option<&TileOn>,
+    ) -> Result<(Rule, Option<&LineKey>, Option<&LineCoef>, Option<u64>, Option<u64>, bool)> {
+        // (total, line bytes, key, line, derived)
+        let mut best: Option<(u64, u64, &LineKey, &LineCoef, bool)> = None;
+        for (k, c) in self.unmeasured_candidates(key) {
+            let b = c.at(pixels)?;
+            if best.is_none_or(|(bt, _, bk, _, _)| b > bt || (b == bt && k < bk)) {
+                best = Some((b, b, k, c, false));
+            }
+        }
+        if let Some(t) = tile_on {
+            let untiled = LineKey { tile: 0, ..key.clone() };
+            for (k, c) in self.unmeasured_candidates(&untiled) {
+                let b = c.at(t.tile_pixels)?;
+                let total = b.checked_add(t.copies_bytes).ok_or_else(|| anyhow!("reservation too large"))?;
+                // A measured tile keeps a tie; derived ones tie-break by key order.
+                if best.is_none_or(|(bt, _, bk, _, bd)| total > bt || (total == bt && bd && k < bk)) {
+                    best = Some((total, b, k, c, true));
+                }
+            }
+        }
+        let legacy = self.legacy_at(key, pixels, q.batch);
+        Ok(match (best, legacy) {
+            (None, None) => bail!(
+                "no coefficient line for {key} and no legacy value: nothing measured for \
+                 {}/{}/tile {}/{} and the legacy table has no element size for {}",
+                key.vae,
+                key.op,
+                key.tile,
+                key.dtype,
+                key.dtype
+            ),
+            (Some((t, b, k, c, d)), Some(l)) if t + growth >= l => {
+                (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), Some(l), d)
+            }
+            (Some((_, b, k, c, d)), None) => (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), None, d),
+            (Some((_, b, k, c, d)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l), d),
+            (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l), false),
+        })
+    }
+}
+
+/// What a tiled query derives from: the host, one tile's pixels, the copies' bytes.
+struct TileOn<'a> {
+    host: &'a str,
+    /// Whether `--host` named it (else the file's default).
+    given: bool,
+    h: &'a crate::policy::TilingHost,
+    tile_pixels: u64,
+    copies_bytes: u64,
+}
+
+impl TileOn<'_> {
+    fn terms(&self, tile_bytes: u64) -> TileTerms {
+        let from = if self.given { "flag" } else { "the coefficients' default host" };
+        TileTerms {
+            host: Detected { value: self.host.to_string(), from: from.into() },
+            copies: crate::exact::exact_decimal(&self.h.copies),
+            copies_source: self.h.source.clone(),
+            tile_pixels: self.tile_pixels,
+            tile_bytes,
+            copies_bytes: self.copies_bytes,
+        }
     }
 }
 
@@ -441,6 +545,8 @@ struct Settled<'a> {
     line_bytes: Option<u64>,
     legacy: Option<u64>,
     bytes: u64,
+    /// A tile priced from an untiled line: its inputs.
+    tiled: Option<TileOn<'a>>,
 }
 
 impl Pricer for Coefficients {
@@ -452,14 +558,15 @@ impl Pricer for Coefficients {
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let s = self.settle(q, env)?;
         let size_range = s.coef.as_ref().and_then(|c| c.size_range);
-        let extrapolated =
-            s.rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| s.pixels < lo || s.pixels > hi);
+        // A tile priced from an untiled line is priced at one tile's pixels.
+        let at = s.tiled.as_ref().map_or(s.pixels, |t| t.tile_pixels);
+        let extrapolated = s.rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
         let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
         let mut warnings: Vec<String> = tile_warning(q, &s.key).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(format!(
                 "{} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
-                s.pixels,
+                at,
                 priced_by()
             ));
         }
@@ -508,6 +615,7 @@ impl Pricer for Coefficients {
             loaded_dtype: s.loaded,
             tile_asked: tile_asked(q, &s.key),
             warnings,
+            tiled: s.tiled.as_ref().map(|t| t.terms(s.line_bytes.unwrap_or(0))),
             priced_by: s.priced_by.cloned(),
             run_dtype: s.run,
             allocator: s.allocator.detected(),

@@ -39,12 +39,13 @@ fn rows(r: &CrossvalReport) -> Vec<Vec<String>> {
 }
 
 fn summary(r: &CrossvalReport) -> String {
-    let by = match r.by {
-        crate::crossval::HoldOut::Size => "one measured size",
-        crate::crossval::HoldOut::Source => "one source",
+    let what = match r.by {
+        crate::crossval::HoldOut::Size => "leave one measured size out, refit, price it",
+        crate::crossval::HoldOut::Source => "leave one source out, refit, price it",
+        crate::crossval::HoldOut::Tile => "leave each tile's own line out, price it from the untiled line",
     };
     let mut s = format!(
-        "crossval (leave {by} out, refit, price it): {} of {} held-out points covered ({}%), worst ratio {}, mean {}\n",
+        "crossval ({what}): {} of {} held-out points covered ({}%), worst ratio {}, mean {}\n",
         r.covered,
         r.held_out,
         r.coverage_pct.clone().unwrap_or_else(|| "-".into()),

@@ -8,6 +8,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::CarriedLine) => "carried",
         Some(Rule::AnyOsLine) => "OS-less line",
         Some(Rule::UnmeasuredRule) => "unmeasured",
+        Some(Rule::DerivedTile) => "derived tile",
         Some(Rule::LegacyFloor) => "legacy floor",
         Some(Rule::Legacy) => "legacy",
         None => "-",

@@ -22,12 +22,32 @@ impl Report for ReserveReport {
             (Rule::Legacy, ..) => rows.push(("formula", "pixels × element size × k (v1 estimator)".into())),
             (_, Some(by), Some(slope), Some(base)) => {
                 if by != &p.line {
-                    let label = if p.rule == Rule::AnyOsLine { "OS-less line" } else { "largest line" };
+                    let label = match p.rule {
+                        Rule::AnyOsLine => "OS-less line",
+                        Rule::DerivedTile => "untiled line",
+                        _ => "largest line",
+                    };
                     rows.push((label, by.to_string()));
                 }
-                rows.push(("formula", format!("{slope} B/px × {} px + {base} MiB", thousands(p.pixels))));
+                let at = p.tiled.as_ref().map_or(p.pixels, |t| t.tile_pixels);
+                let one_tile = if p.tiled.is_some() { " (one tile)" } else { "" };
+                rows.push(("formula", format!("{slope} B/px × {} px{one_tile} + {base} MiB", thousands(at))));
                 if let Some(b) = p.line_bytes {
                     rows.push(("line price", format!("{} B", thousands(b))));
+                }
+                if let Some(t) = &p.tiled {
+                    rows.push((
+                        "output copies",
+                        format!(
+                            "{} × 3 × {} B × {} px = {} B ({} host, {})",
+                            t.copies,
+                            p.line.dtype.elem_bytes(),
+                            thousands(p.pixels),
+                            thousands(t.copies_bytes),
+                            t.host.value,
+                            t.host.from
+                        ),
+                    ));
                 }
             }
             _ => {}
@@ -51,6 +71,32 @@ impl Report for ReserveReport {
             s.push_str(&format!("  {k:<13} {v}\n"));
         }
         for w in &p.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
+        s
+    }
+}
+
+impl Report for crate::plan::MaxTileReport {
+    fn table(&self) -> String {
+        let mut s = match &self.search.chosen {
+            Some(p) => format!(
+                "tile {} px: {} MiB ({} bytes) ≤ budget {} MiB, by the {} ({})\n",
+                p.line.tile,
+                p.mib,
+                thousands(p.bytes),
+                self.budget_bytes / (1 << 20),
+                p.rule.as_str(),
+                p.priced_by.as_ref().map_or_else(|| p.line.to_string(), |k| k.to_string())
+            ),
+            None => format!("no tile fits {} MiB\n", self.budget_bytes / (1 << 20)),
+        };
+        for r in &self.search.reasons {
+            s.push_str(&format!("  - {r}\n"));
+        }
+        s.push_str(&format!("  coefficients  {}\n", self.coefficients));
+        let warnings = self.search.chosen.iter().flat_map(|p| p.warnings.iter());
+        for w in warnings {
             s.push_str(&format!("warning: {w}\n"));
         }
         s

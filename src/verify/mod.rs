@@ -7,6 +7,7 @@
 mod certificate;
 mod pricing_checks;
 mod reproduce;
+mod tile_checks;
 
 use crate::coefficients::CoefficientsFile;
 use crate::lines::{assemble_groups, group, Groups, Line};
@@ -59,6 +60,9 @@ pub(crate) struct PricingCtx<'a> {
     pub pricer: &'a dyn Pricer,
     pub pricings: usize,
     pub findings: Vec<Finding>,
+    /// Tiled points whose derived tile price is over the ratio bound
+    /// (exceptions included): an exception listed for that reason is not stale.
+    pub derived_over_bound: std::collections::BTreeSet<String>,
 }
 
 /// What `emit` would write now from the inputs: its lines and the file.
@@ -129,12 +133,23 @@ fn reproduction(
 /// The certificate and the checks that price through `pricer`, with the
 /// number of pricings made.
 fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer: &dyn Pricer) -> (Vec<Finding>, usize) {
-    let mut cx = PricingCtx { inputs, groups, shipped, pricer, pricings: 0, findings: Vec::new() };
+    let mut cx = PricingCtx {
+        inputs,
+        groups,
+        shipped,
+        pricer,
+        pricings: 0,
+        findings: Vec::new(),
+        derived_over_bound: Default::default(),
+    };
     certificate::check(&mut cx);
+    tile_checks::measured_tiles(&mut cx);
     pricing_checks::coverage_and_ratios(&mut cx);
     pricing_checks::floor(&mut cx);
     pricing_checks::other_dtype_floor(&mut cx);
     pricing_checks::query_path(&mut cx);
+    tile_checks::unmeasured_tiles(&mut cx);
+    tile_checks::monotone(&mut cx);
     (cx.findings, cx.pricings)
 }
 

@@ -26,7 +26,7 @@ fn env_for(backend: ConvBackend, allocator: Allocator, os: Os) -> EnvSnapshot {
 }
 
 /// Whether a tile covers a whole `w × h` image (so it prices untiled).
-fn covers(tile: u32, w: u64, h: u64) -> bool {
+pub(super) fn covers(tile: u32, w: u64, h: u64) -> bool {
     tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
 }
 
@@ -50,7 +50,7 @@ pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
     for e in &policy.exceptions {
         // The store is sorted by id.
         let exists = points.binary_search_by(|p| p.id.as_str().cmp(e.id.as_str())).is_ok();
-        if exists && !over_bound_ids.contains(e.id.as_str()) {
+        if exists && !over_bound_ids.contains(e.id.as_str()) && !cx.derived_over_bound.contains(&e.id) {
             cx.findings.push(
                 Finding::new(
                     Code::StaleException,
@@ -216,9 +216,14 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                 cx.pricings += 1;
                                 let found = pricer.quote(&q, &EnvSnapshot::default());
                                 let bad = match &found {
-                                    // A measured line may price below legacy: that is what fitting is for.
+                                    // A measured line may price below legacy: that is what fitting is
+                                    // for; so may a tile derived from a measured platform's untiled line
+                                    // (the derived-tile checks restate that price).
                                     Ok(p)
-                                        if matches!(p.rule, Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine) =>
+                                        if matches!(
+                                            p.rule,
+                                            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine | Rule::DerivedTile
+                                        ) =>
                                     {
                                         false
                                     }
@@ -307,7 +312,11 @@ pub(super) fn other_dtype_floor(cx: &mut PricingCtx) {
 /// the shipped lines alone: the key's own line, or for an OS-specific key
 /// the line of the same platform measured without an OS when that one is
 /// higher (it is a lower bound for every OS).
-fn expected_for(shipped: &crate::coefficients::CoefficientsFile, key: &LineKey, x: u64) -> Option<(u64, Rule)> {
+pub(super) fn expected_for(
+    shipped: &crate::coefficients::CoefficientsFile,
+    key: &LineKey,
+    x: u64,
+) -> Option<(u64, Rule)> {
     let price = |k: &LineKey| {
         let l = shipped.lines.iter().find(|l| &l.key == k)?;
         let rule = if l.kind == LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
