@@ -52,6 +52,10 @@ pub enum Code {
     DerivedTile,
     /// For one image, a larger tile priced below a smaller one.
     Monotone,
+    /// On a math-kernel platform, a price below the declared attention
+    /// phase, or one that does not say the phase set it; or the phase
+    /// applied where SDPA has a fused kernel.
+    Attention,
 }
 
 impl Code {
@@ -74,6 +78,7 @@ impl Code {
         Code::QueryPath,
         Code::DerivedTile,
         Code::Monotone,
+        Code::Attention,
     ];
 
     /// The stable spelling, as in JSON.
@@ -96,6 +101,7 @@ impl Code {
             Code::QueryPath => "query-path",
             Code::DerivedTile => "derived-tile",
             Code::Monotone => "monotone",
+            Code::Attention => "attention",
         }
     }
 }

@@ -101,7 +101,8 @@ pub type Groups<'a> = BTreeMap<LineKey, Vec<&'a Point>>;
 /// the certificate.
 pub fn group<'a>(points: &'a [Point], policy: &Policy) -> Groups<'a> {
     let mut by_key: BTreeMap<LineKey, Vec<&'a Point>> = BTreeMap::new();
-    for p in points.iter().filter(|p| !policy.is_excluded(&p.id)) {
+    // A point the attention phase explains prices by that phase, not by the line.
+    for p in points.iter().filter(|p| !policy.is_excluded(&p.id) && !policy.explained_by_attention(p)) {
         by_key.entry(policy.line_key(p)).or_default().push(p);
     }
     for v in by_key.values_mut() {

@@ -281,6 +281,36 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     let per_item = |one: &Price| -> Result<u64> {
         Ok(if n > 1 { price(2, tile)?.bytes.saturating_sub(one.bytes) } else { one.bytes })
     };
+    // Where one attention matrix would return wrong output (MPS past 2^31
+    // elements), the work must tile whatever the memory says.
+    let wrong = |p: &Price| p.attention.as_ref().is_some_and(|a| a.wrong_output);
+    if wrong(&all) {
+        let mut reasons = vec![format!(
+            "{}one attention matrix has {}² elements, past the {} limit where SDPA returns wrong output: tiled",
+            if tile == 0 { "untiled, " } else { "" },
+            all.attention.as_ref().map_or(0, |a| a.sequence),
+            all.line.conv_backend
+        )];
+        let one_item = Query { batch: 1, ..q.clone() };
+        let below = (tile != 0).then_some(tile);
+        let search = largest_tile(pricer, &one_item, env, b.bytes, below, tiles)?;
+        for considered in [&search.next_larger, &search.skipped_legacy].into_iter().flatten() {
+            steps.push(PricedStep::of(StepRole::Tile, 1, considered, b.bytes));
+        }
+        reasons.extend(search.reasons.iter().cloned());
+        if let Some(chosen) = &search.chosen {
+            steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
+            let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
+            p.tile = Some(chosen.line.tile);
+            p.peak_bytes = Some(chosen.bytes);
+            p.reasons = reasons;
+            return Ok(with_steps(p, steps));
+        }
+        let mut p = finish("vae", b, n, Verdict::Host, None);
+        reasons.push("nothing fits on the device: run on the host".into());
+        p.reasons = reasons;
+        return Ok(with_steps(p, steps));
+    }
     if all.bytes <= b.bytes {
         let mut p = finish("vae", b, n, own.map_or(Verdict::Full, |_| Verdict::Tiled), Some(n));
         p.tile = own;
@@ -401,7 +431,8 @@ pub fn largest_tile(
     for t in &candidates {
         priced.push(pricer.price(&Query { tile: *t, ..q.clone() }, env)?);
     }
-    let fits = |p: &&Price| p.bytes <= budget;
+    // A tile whose attention matrix returns wrong output does not "fit".
+    let fits = |p: &&Price| p.bytes <= budget && !p.attention.as_ref().is_some_and(|a| a.wrong_output);
     let best = priced.iter().position(|p| fits(&p) && !by_legacy(p));
     let any = priced.iter().position(|p| fits(&p));
     let chosen_at = best.or(any);
@@ -423,7 +454,13 @@ pub fn largest_tile(
                 c.rule.as_str()
             ));
             if let Some(n) = &next_larger {
-                reasons.push(format!("tile {} reserves {} > budget", n.line.tile, mib(n.bytes)));
+                reasons.push(match n.attention.as_ref().filter(|a| a.wrong_output) {
+                    Some(a) => format!(
+                        "tile {}: one attention matrix has {}² elements, past the {} limit where SDPA returns wrong output",
+                        n.line.tile, a.sequence, n.line.conv_backend
+                    ),
+                    None => format!("tile {} reserves {} > budget", n.line.tile, mib(n.bytes)),
+                });
             }
             if let Some(l) = &skipped_legacy {
                 reasons.push(format!(

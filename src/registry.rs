@@ -14,6 +14,29 @@ pub struct VaeEntry {
     pub models: Vec<String>,
     /// Weight count, for the cast growth of a wider run dtype; unknown when absent.
     pub params: Option<u64>,
+    /// The decoder mid-block's attention, where it has one: what sets the
+    /// attention phase's sequence length on a math-kernel platform.
+    #[serde(default)]
+    pub attention: Option<MidBlock>,
+}
+
+/// The shape of a VAE's mid-block attention: `heads` heads of `head_dim`
+/// channels over `S = ceil(W / latent_factor) × ceil(H / latent_factor)`
+/// positions (per tile when tiled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MidBlock {
+    pub heads: u64,
+    pub head_dim: u64,
+    /// Output pixels per latent pixel along one side (8 for every registered VAE).
+    pub latent_factor: u64,
+}
+
+impl MidBlock {
+    /// The sequence length over a `w × h` image (or tile).
+    pub fn sequence(&self, w: u64, h: u64) -> Option<u64> {
+        w.div_ceil(self.latent_factor).checked_mul(h.div_ceil(self.latent_factor))
+    }
 }
 
 /// Family names and model aliases.

@@ -317,3 +317,26 @@ fn table_output_names_the_verdict_and_budget() {
     assert!(s.starts_with("CHUNKED: 10 groups of up to 24 of 240 items\n"), "{s}");
     assert!(s.contains("budget     1024 MiB (1073741824 B) from cap (below share 0.25 × free 20480 MiB)"), "{s}");
 }
+
+/// On a math-kernel platform the untiled decode's S² scores can make it
+/// unaffordable where a line alone would fit; plan tiles, each tile's S
+/// being the tile's.
+#[test]
+fn rocm_attention_makes_plan_tile() {
+    let args = ["flux2", "decode", "2048x2048", "--dtype", "bf16", "--backend", "miopen", "--os", "linux"];
+    let mut a = args.to_vec();
+    a.extend(["--free", "40GiB"]);
+    let j = plan_ok(&a);
+    assert_eq!(j["verdict"], "tiled", "{j}");
+    let all = j["steps"].as_array().unwrap().iter().find(|s| s["role"] == "all").unwrap().clone();
+    assert_eq!(all["rule"], "attention-phase");
+    // The line alone (28 634 MiB) would have fitted 40 GiB.
+    let line = reserve_bytes(&["flux2", "decode", "2048x2048", "--dtype", "bf16", "--os", "linux", "--backend", "miopen"]);
+    assert!(line > 40 * GIB, "the untiled price is the attention phase: {line}");
+    let tile = j["tile"].as_u64().unwrap();
+    let t = tile.to_string();
+    let mut ta = args.to_vec();
+    ta.extend(["--tile", &t]);
+    assert_eq!(j["peak_bytes"].as_u64().unwrap(), reserve_bytes(&ta));
+    assert!(j["peak_bytes"].as_u64().unwrap() <= 40 * GIB);
+}

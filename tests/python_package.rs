@@ -305,7 +305,15 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
     }
     assert!(refusals >= 20, "{refusals} refusals of {}", qs.len());
     // Every rule the pricer has (but `--legacy`'s) was exercised.
-    let all = ["fitted-line", "carried-line", "any-os-line", "unmeasured-rule", "derived-tile", "legacy-floor"];
+    let all = [
+        "fitted-line",
+        "carried-line",
+        "any-os-line",
+        "unmeasured-rule",
+        "derived-tile",
+        "attention-phase",
+        "legacy-floor",
+    ];
     let shipped_kinds: Vec<String> = vramfit::coefficients::load(&coefficients_path())
         .unwrap()
         .lines

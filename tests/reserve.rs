@@ -541,3 +541,76 @@ fn max_tile_for_answers_the_inverse_of_reserve() {
         .unwrap();
     assert_eq!(both.status.code(), Some(2));
 }
+
+/// On ROCm the attention phase prices a large decode at least at its
+/// scores' bytes and says so; on CUDA there is no such term.
+#[test]
+fn the_attention_phase_prices_rocm_and_not_cuda() {
+    let ask = |backend: &str, size: &str| {
+        let out = on_data_root()
+            .args(["--format", "json", "reserve", "flux2", "decode", size, "--dtype", "bf16", "--os", "linux"])
+            .args(["--backend", backend])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        json_of(&out)
+    };
+    let rocm = ask("miopen", "2048x2048");
+    assert_eq!(rocm["rule"], "attention-phase");
+    let a = &rocm["attention"];
+    assert_eq!(a["sequence"], 65536);
+    // 11.99 B × 65536²: the scores alone, rounded up.
+    let scores = (1199u128 * 65536 * 65536).div_ceil(100) as u64;
+    assert_eq!(a["score_bytes"].as_u64().unwrap(), scores);
+    assert!(rocm["bytes"].as_u64().unwrap() >= scores);
+    assert_eq!(rocm["bytes"], a["phase_bytes"]);
+    assert!(a["line_phase_bytes"].as_u64().unwrap() < scores);
+    assert_eq!(a["line_rule"], "fitted-line");
+    assert!(a["source"].as_str().unwrap().contains("gfx1201"));
+    // At 1024² the line is the larger phase.
+    let small = ask("miopen", "1024x1024");
+    assert_eq!(small["rule"], "fitted-line");
+    assert!(small["attention"]["phase_bytes"].as_u64().unwrap() < small["bytes"].as_u64().unwrap());
+    // Tiled: S is the tile's, which is what makes tiling pay off.
+    let out = on_data_root()
+        .args(["--format", "json", "reserve", "flux2", "decode", "2048x2048", "--dtype", "bf16", "--os", "linux"])
+        .args(["--backend", "miopen", "--tile", "1024"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["attention"]["sequence"], 16384);
+    // CUDA: no attention term at any size.
+    let cuda = ask("cudnn", "2048x2048");
+    assert!(cuda["attention"].is_null());
+    assert_ne!(cuda["rule"], "attention-phase");
+}
+
+/// On MPS, one attention matrix of 2³¹ elements returns wrong output: the
+/// answer warns and `plan` tiles even when the untiled work fits.
+#[test]
+fn mps_past_two_to_the_31_warns_and_plan_tiles() {
+    let out = on_data_root()
+        .args(["--format", "json", "reserve", "sdxl", "decode", "1728x1728", "--dtype", "fp16"])
+        .args(["--backend", "mps", "--os", "macos"])
+        .output()
+        .unwrap();
+    let j = json_of(&out);
+    assert_eq!(j["attention"]["wrong_output"], true, "216² × 216² = 2 176 782 336 ≥ 2³¹");
+    assert!(j["warnings"].to_string().contains("silently returns wrong output"), "{}", j["warnings"]);
+    let small = json_of(
+        &on_data_root()
+            .args(["--format", "json", "reserve", "sdxl", "decode", "1712x1712", "--dtype", "fp16"])
+            .args(["--backend", "mps", "--os", "macos"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(small["attention"]["wrong_output"], false, "214² × 214² < 2³¹");
+    let plan = json_of(
+        &on_data_root()
+            .args(["--format", "json", "plan", "sdxl", "decode", "1728x1728", "--dtype", "fp16"])
+            .args(["--backend", "mps", "--os", "macos", "--free", "128GiB"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(plan["verdict"], "tiled", "{plan}");
+    assert!(plan["reasons"][0].as_str().unwrap().contains("wrong output"), "{}", plan["reasons"]);
+}

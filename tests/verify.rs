@@ -132,7 +132,21 @@ fn the_untouched_copy_passes() {
     }
     let platforms: std::collections::BTreeSet<String> = lines.iter().chain(thin).map(platform).collect();
     let monotone: usize = platforms.len() * tiles.iter().map(|t| tiling(*t)).sum::<usize>();
-    assert_eq!(j["pricings"], 128 + 520 + 3960 + other_dtype + unmeasured_tiles + monotone);
+    // The attention check: each math-kernel platform and CUDA, every family,
+    // op and dtype, untiled and each policy tile, at the grid and the large
+    // sizes (2048², 3072², 4096×2304) a tile does not cover.
+    let mut sizes: Vec<(u64, u64)> = grid.iter().map(|s| (*s, *s)).collect();
+    sizes.extend([(3072, 3072), (4096, 2304)]);
+    let platforms_with_phase = file["attention"]["platforms"].as_array().unwrap().len() + 1;
+    let families = file["registry"].as_object().unwrap().len();
+    let per_tile = |t: u64| sizes.iter().filter(|(w, h)| t == 0 || t < *w || t < *h).count();
+    let policy_tiles: Vec<u64> = file["tiles"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    let attention = platforms_with_phase
+        * families
+        * 2
+        * 3
+        * (per_tile(0) + policy_tiles.iter().map(|t| per_tile(*t)).sum::<usize>());
+    assert_eq!(j["pricings"], 128 + 520 + 3960 + other_dtype + unmeasured_tiles + monotone + attention);
     let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
     assert!(stdout_of(&out).contains("0 finding(s)"));
 }
@@ -962,4 +976,97 @@ fn crossval_by_tile_prices_like_reserve() {
     let r = json_of(&r);
     assert_eq!(r["rule"], "derived-tile");
     assert_eq!(r["bytes"], p["reserve_bytes"]);
+}
+
+// --- The attention phase ------------------------------------------------------
+
+/// A pricer that forgets the attention phase: the line phase alone.
+struct DropAttention(Coefficients);
+impl Pricer for DropAttention {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let mut p = self.0.price(q, env)?;
+        if let Some(a) = p.attention.take() {
+            p.bytes = a.line_phase_bytes;
+            p.rule = a.line_rule;
+        }
+        Ok(p)
+    }
+}
+
+/// A pricer that sizes a tile's attention by the whole image.
+struct WholeImageAttention(Coefficients);
+impl Pricer for WholeImageAttention {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        let p = self.0.price(q, env)?;
+        let whole = self.0.price(&Query { tile: 0, ..q.clone() }, env)?;
+        match (&p.attention, &whole.attention) {
+            (Some(a), Some(w)) if w.phase_bytes > p.bytes => {
+                let mut p = p.clone();
+                p.bytes = w.phase_bytes.max(a.line_phase_bytes);
+                Ok(p)
+            }
+            _ => Ok(p),
+        }
+    }
+}
+
+fn attention_caught(make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
+    let root = scratch();
+    let real = vramfit::commands::verify::run(root.path()).unwrap();
+    assert!(real.ok, "the real pricer passes: {:?}", real.findings);
+    let broken = vramfit::commands::verify::run_with(root.path(), make).unwrap();
+    let keys: Vec<String> = broken
+        .findings
+        .iter()
+        .filter(|f| f.code == vramfit::findings::Code::Attention)
+        .filter_map(|f| f.line.clone())
+        .collect();
+    assert!(!keys.is_empty(), "attention must catch it: {:?}", broken.findings);
+    keys
+}
+
+#[test]
+fn pricer_that_drops_the_attention_phase() {
+    let keys = attention_caught(&|c| Box::new(DropAttention(c)));
+    assert!(keys.contains(&"flux2/decode/0/miopen/native/linux/bf16".to_string()), "{keys:?}");
+    assert!(keys.iter().any(|k| k.contains("/mps/")), "{keys:?}");
+    assert!(keys.iter().all(|k| !k.contains("/cudnn/")), "{keys:?}");
+}
+
+#[test]
+fn pricer_that_sizes_a_tiles_attention_by_the_image() {
+    let keys = attention_caught(&|c| Box::new(WholeImageAttention(c)));
+    assert!(keys.iter().all(|k| !k.contains("/0/")), "only tiled keys differ: {keys:?}");
+}
+
+/// A point the attention phase explains stays out of the line's fit and is
+/// still covered; a point above its phase is fitted as usual.
+#[test]
+fn a_point_the_attention_phase_explains_is_priced_by_it_not_fitted() {
+    let root = scratch();
+    let line = "flux2/decode/0/miopen/native/linux/bf16";
+    let before = json_of(&vramfit().arg("--root").arg(root.path()).args(["--format", "json", "fit"]).output().unwrap());
+    let find =
+        |j: &serde_json::Value| j["lines"].as_array().unwrap().iter().find(|l| key_of(l) == line).cloned().unwrap();
+    let csv = "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+               attn-2048,test,miopen,native,linux,flux2,decode,0,bf16,2048,2048,1,45000\n";
+    let f = root.path().join("attn.csv");
+    fs::write(&f, csv).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    emit(root.path());
+    let after = json_of(&vramfit().arg("--root").arg(root.path()).args(["--format", "json", "fit"]).output().unwrap());
+    assert_eq!(find(&before)["slope"], find(&after)["slope"], "the line is not bent by an S² demand");
+    assert_eq!(find(&before)["base_mib"], find(&after)["base_mib"]);
+    let (rc, j) = verify_json(root.path());
+    assert_eq!(rc, 0, "covered by the phase: {:?}", j["findings"]);
+    // Above its phase, the same point is a line-phase demand and is fitted.
+    let csv = "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib\n\
+               attn-1536,test,miopen,native,linux,flux2,decode,0,bf16,1536,1536,1,17000\n";
+    fs::write(&f, csv).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    emit(root.path());
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
+    let ids = find(&shipped)["point_ids"].to_string();
+    assert!(ids.contains("attn-1536") && !ids.contains("attn-2048"), "{ids}");
 }

@@ -77,6 +77,7 @@ _RULE_TEXT = {
     "any-os-line": "line measured without an OS",
     "unmeasured-rule": "unmeasured rule",
     "derived-tile": "derived tile",
+    "attention-phase": "attention phase",
     "legacy-floor": "legacy floor",
 }
 
@@ -242,6 +243,10 @@ class Reservation:
     #: A tile priced from an untiled line: ``host`` (value, from), ``copies``,
     #: ``copies_source``, ``tile_pixels``, ``tile_bytes``, ``copies_bytes``.
     tiled: Optional[dict]
+    #: On a math-kernel platform (ROCm, MPS), the attention phase: ``bytes_per_score``,
+    #: ``source``, ``sequence``, ``heads``, ``score_bytes``, ``held_bytes``, ``phase_bytes``,
+    #: ``line_phase_bytes``, ``line_rule``, ``wrong_output``; the price is the larger phase.
+    attention: Optional[dict]
     #: What a user should read (extrapolation, unmeasured keys, …).
     warnings: List[str]
     #: Which coefficients priced it.
@@ -274,6 +279,7 @@ class Reservation:
             "os": self.os.to_dict(),
             "tile_asked": self.tile_asked,
             "tiled": dict(self.tiled) if self.tiled else None,
+            "attention": dict(self.attention) if self.attention else None,
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
         }
@@ -342,6 +348,7 @@ class Coefficients:
         self.default_allocator = data.get("default_allocator", "native")
         self.legacy = data.get("legacy")
         self.tiling = data.get("tiling")
+        self.attention = data.get("attention")
         tiles = {0}
         tiles.update(int(t) for t in data.get("tiles", []))
         tiles.update(k.tile for k in self.lines)
@@ -373,6 +380,41 @@ class Coefficients:
             raise ValueError("--tile %d: a tile is a multiple of %d pixels (one latent pixel of an 8x VAE), e.g. %d or %d"
                              % (tile, TILE_STEP, tile // TILE_STEP * TILE_STEP, (tile // TILE_STEP + 1) * TILE_STEP))
         return tile
+
+    def _math_platform(self, key):
+        if self.attention is None:
+            return None
+        return next((p for p in self.attention["platforms"] if p["conv_backend"] == key.conv_backend), None)
+
+    def _attention(self, key, width, height, batch, growth, line_rule, line_phase):
+        """The attention phase on a math-kernel platform (None elsewhere)."""
+        platform = self._math_platform(key)
+        block = self.registry.get(key.vae, {}).get("attention")
+        if platform is None or block is None:
+            return None
+        w, h = (width, height) if key.tile == 0 else (min(key.tile, width), min(key.tile, height))
+        f = block["latent_factor"]
+        sequence = (-(-w // f)) * (-(-h // f))
+        per_score = Fraction(str(platform["bytes_per_score"]))
+        scores_exact = per_score * sequence * sequence * batch * block["heads"]
+        scores = -(-scores_exact.numerator // scores_exact.denominator)
+        held = self.attention["held_tensors"] * batch * block["heads"] * block["head_dim"] * sequence * _ELEM[key.dtype]
+        phase = scores + held + growth
+        if max(scores, held, phase) > _U64:
+            raise ValueError("the attention phase of %dx%d × batch %d is too large to price" % (w, h, batch))
+        limit = platform.get("wrong_output_at")
+        return {
+            "bytes_per_score": str(platform["bytes_per_score"]),
+            "source": platform["source"],
+            "sequence": sequence,
+            "heads": block["heads"],
+            "score_bytes": scores,
+            "held_bytes": held,
+            "phase_bytes": phase,
+            "line_phase_bytes": line_phase,
+            "line_rule": line_rule,
+            "wrong_output": limit is not None and sequence * sequence >= limit,
+        }
 
     def _tiling_host(self, host):
         t = self.tiling
@@ -623,10 +665,21 @@ class Coefficients:
         if rule == "any-os-line":
             warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
                             % priced_by)
+        attention = self._attention(key, width, height, batch, growth, rule, total)
+        final_rule, final = rule, total
+        if attention is not None:
+            if attention["phase_bytes"] > total:
+                final_rule, final = "attention-phase", attention["phase_bytes"]
+            if attention["wrong_output"]:
+                warnings.append(
+                    "one attention matrix here has %d² = %d elements, at or past %d where %s's SDPA silently returns "
+                    "wrong output: tile the decode (plan does)"
+                    % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
+                       key.conv_backend))
         return Reservation(
-            bytes=total,
-            mib=-(-total // MIB),
-            rule=rule,
+            bytes=final,
+            mib=-(-final // MIB),
+            rule=final_rule,
             line=key,
             priced_by=priced_by,
             slope=_slope_text(coef.slope_centi) if coef is not None else None,
@@ -643,6 +696,7 @@ class Coefficients:
             os=os_d,
             tile_asked=tile_asked,
             tiled=tiled,
+            attention=attention,
             warnings=warnings,
             coefficients=self.source,
         )

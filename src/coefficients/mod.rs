@@ -10,7 +10,7 @@ pub mod fields;
 use crate::exact::{Ratio, MIB};
 use crate::lines::{slope_text, Line, LineKind};
 use crate::points::LineKey;
-use crate::policy::{AllocatorDefault, Legacy, OsSpecific, Policy, Tiling};
+use crate::policy::{AllocatorDefault, Attention, Legacy, OsSpecific, Policy, Tiling};
 use crate::registry::VaeEntry;
 use crate::vocab::Allocator;
 use anyhow::{anyhow, bail, Result};
@@ -67,6 +67,8 @@ pub struct CoefficientsFile {
     /// The derived-tile rule: a tile with no line of its own on a platform
     /// whose untiled line exists (null: no such rule; the unmeasured rule prices it).
     pub tiling: Option<Tiling>,
+    /// The attention phase of math-kernel platforms (null: none declared).
+    pub attention: Option<Attention>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
 }
@@ -234,6 +236,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
         default_allocator: policy.default_allocator,
         tiles: policy.tiles.clone(),
         tiling: policy.tiling.clone(),
+        attention: policy.attention.clone(),
         digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }

@@ -109,6 +109,73 @@ impl TilingHost {
     }
 }
 
+/// Where PyTorch's SDPA runs the VAE mid-block's attention on the math
+/// kernel (a fused kernel refuses its head size, or the platform has none),
+/// the S × S scores are materialised: a decode's peak is then the larger of
+/// the fitted line and this phase (docs/DESIGN.md, "Pricing", step 6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Attention {
+    /// Tensors of `channels × S × element bytes` the mid-block holds beside
+    /// the scores (its input, the normalised copy, q, k, v, the output).
+    pub held_tensors: u64,
+    /// The math-kernel platforms, by conv backend.
+    pub platforms: Vec<AttentionPlatform>,
+    /// The phase in words, for a runtime reading the file alone.
+    pub formula: String,
+}
+
+/// One math-kernel platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AttentionPlatform {
+    pub conv_backend: ConvBackend,
+    /// Reserved bytes per attention-score element, exact decimal.
+    pub bytes_per_score: crate::exact::Ratio,
+    /// Score elements of one attention matrix (one item, one head) at which
+    /// the platform's SDPA silently returns wrong output (null: none known).
+    pub wrong_output_at: Option<u64>,
+    /// Where the figure comes from.
+    pub source: String,
+}
+
+impl Attention {
+    /// The platform entry of a conv backend, if its SDPA runs the math kernel.
+    pub fn on(&self, backend: ConvBackend) -> Option<&AttentionPlatform> {
+        self.platforms.iter().find(|p| p.conv_backend == backend)
+    }
+}
+
+impl AttentionPlatform {
+    /// The phase's two terms, `(scores, held)` bytes: `ceil(bytes_per_score ×
+    /// batch × heads × S²)` and `held_tensors × batch × heads × head_dim × S ×
+    /// element bytes` (None: too large to price).
+    pub fn phase(
+        &self,
+        block: &crate::registry::MidBlock,
+        held_tensors: u64,
+        dtype: Dtype,
+        sequence: u64,
+        batch: u64,
+    ) -> Option<(u64, u64)> {
+        let num = u128::try_from(self.bytes_per_score.num()).ok()?;
+        let den = u128::try_from(self.bytes_per_score.den()).ok()?;
+        let elements = u128::from(sequence)
+            .checked_mul(u128::from(sequence))?
+            .checked_mul(u128::from(batch))?
+            .checked_mul(u128::from(block.heads))?;
+        let scores = u64::try_from(crate::exact::ceil_div_u128(num.checked_mul(elements)?, den)).ok()?;
+        let held = [held_tensors, batch, block.heads, block.head_dim, sequence, dtype.elem_bytes()]
+            .into_iter()
+            .try_fold(1u64, u64::checked_mul)?;
+        Some((scores, held))
+    }
+}
+
+/// The attention phase in words (shipped in the coefficients file).
+pub const ATTENTION_FORMULA: &str = "on a listed conv backend, for a family with a mid-block attention: S = \
+     ceil(w / latent_factor) × ceil(h / latent_factor) over the image, or over one tile (w = min(T, width), h = \
+     min(T, height)); phase = ceil(bytes_per_score × batch × heads × S²) + held_tensors × batch × heads × head_dim × \
+     S × element bytes, plus cast growth; the price is the larger of this phase and the line's price";
+
 /// The derived-tile rule in words (shipped in the coefficients file).
 pub const DERIVED_TILE_FORMULA: &str = "a tile T with no line of its own on a platform whose untiled line exists: \
      the untiled line at min(T, width) × min(T, height) × batch pixels, plus ceil(copies × 3 × element bytes × \
@@ -147,6 +214,8 @@ pub struct Policy {
     /// The derived-tile rule's hosts (None: tiles without a line of their
     /// own are priced by the unmeasured rule, as before the rule existed).
     pub tiling: Option<Tiling>,
+    /// The attention phase of platforms whose SDPA runs the math kernel.
+    pub attention: Option<Attention>,
 }
 
 /// A problem verify reports as a finding and fit/emit treat as an error.
@@ -176,6 +245,26 @@ impl Policy {
 
     pub fn is_excluded(&self, id: &str) -> bool {
         self.excluded_ids.contains(id)
+    }
+
+    /// Whether a point's demand is explained by the attention phase: on a
+    /// math-kernel platform, the phase at the point's own size (per tile when
+    /// tiled) is at least its demand. Such a point is left out of its line's
+    /// fit (an S² demand would bend a straight line in pixels) and still
+    /// checked: its price is the larger of the two phases.
+    pub fn explained_by_attention(&self, p: &Point) -> bool {
+        let Some(attention) = self.attention.as_ref() else { return false };
+        let Some(platform) = attention.on(p.key.conv_backend) else { return false };
+        let Some(block) = self.registry.0.get(p.key.vae.as_str()).and_then(|e| e.attention) else { return false };
+        let (w, h) = match p.key.tile {
+            0 => (p.width, p.height),
+            t => (u64::from(t).min(p.width), u64::from(t).min(p.height)),
+        };
+        let Some(sequence) = block.sequence(w, h) else { return true };
+        match platform.phase(&block, attention.held_tensors, p.key.dtype, sequence, p.batch) {
+            Some((scores, held)) => scores.saturating_add(held) >= p.demand_bytes,
+            None => true,
+        }
     }
 
     pub fn is_exception(&self, id: &str) -> bool {

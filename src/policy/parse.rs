@@ -2,8 +2,8 @@
 //! are collected as problems so `verify` can report all of them at once.
 
 use super::{
-    AllocatorDefault, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem, Tiling, TilingHost,
-    DERIVED_TILE_FORMULA, UNMEASURED_RULE,
+    AllocatorDefault, Attention, AttentionPlatform, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem,
+    Tiling, TilingHost, ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
 };
 use crate::exact::{policy_number, Ratio};
 use crate::points::LineKey;
@@ -30,6 +30,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "legacy",
     "vae",
     "tiling",
+    "attention",
 ];
 pub(super) const LISTED_KEYS: &[&str] = &["id", "reason"];
 pub(super) const CARRY_KEYS: &[&str] =
@@ -38,7 +39,10 @@ pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "rea
 pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
 pub(super) const LEGACY_KEYS: &[&str] =
     &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note"];
+pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention"];
+pub(super) const MID_BLOCK_KEYS: &[&str] = &["heads", "head_dim", "latent_factor"];
+pub(super) const ATTENTION_KEYS: &[&str] = &["reason", "held_tensors", "platform"];
+pub(super) const ATTENTION_PLATFORM_KEYS: &[&str] = &["conv_backend", "bytes_per_score", "wrong_output_at", "source"];
 pub(super) const TILING_KEYS: &[&str] = &["default_host", "reason", "host"];
 pub(super) const TILING_HOST_KEYS: &[&str] = &["copies", "source"];
 
@@ -120,6 +124,11 @@ impl Parser<'_> {
         let registry = self.registry(t)?;
         let grid = self.grid(t)?;
         let tiles = self.tiles(t)?;
+        let attention = match t.get("attention") {
+            None => None,
+            Some(Value::Table(a)) => Some(self.attention(a)?),
+            Some(_) => bail!(self.err("[attention]", "expected a table")),
+        };
         let tiling = match t.get("tiling") {
             None => None,
             Some(Value::Table(l)) => Some(self.tiling(l)?),
@@ -149,7 +158,66 @@ impl Parser<'_> {
             grid,
             tiles,
             tiling,
+            attention,
         })
+    }
+
+    fn positive(&self, t: &Table, key: &str, at: &str) -> Result<u64> {
+        match t.get(key) {
+            Some(Value::Integer(i)) if *i > 0 => Ok(*i as u64),
+            Some(v) => bail!(self.err(at, format!("{key}: expected a positive integer, found {v}"))),
+            None => bail!(self.err(at, format!("missing {key}"))),
+        }
+    }
+
+    fn mid_block(&mut self, t: &Table, at: &str) -> Result<crate::registry::MidBlock> {
+        let at = format!("{at} attention");
+        self.unknown_keys(t, MID_BLOCK_KEYS, &at);
+        let block = crate::registry::MidBlock {
+            heads: self.positive(t, "heads", &at)?,
+            head_dim: self.positive(t, "head_dim", &at)?,
+            latent_factor: self.positive(t, "latent_factor", &at)?,
+        };
+        if block.heads > 1024 || block.head_dim > 1 << 16 || block.latent_factor > 1024 {
+            bail!(self.err(&at, "heads ≤ 1024, head_dim ≤ 65536 and latent_factor ≤ 1024"));
+        }
+        Ok(block)
+    }
+
+    fn attention(&mut self, t: &Table) -> Result<Attention> {
+        self.unknown_keys(t, ATTENTION_KEYS, "[attention]");
+        self.reason(t, "[attention]")?;
+        let held_tensors = self.positive(t, "held_tensors", "[attention]")?;
+        if held_tensors > 1000 {
+            bail!(self.err("[attention]", "held_tensors: at most 1000"));
+        }
+        let mut platforms: Vec<AttentionPlatform> = Vec::new();
+        for p in self.tables(t, "platform")? {
+            let at = "[[attention.platform]]";
+            self.unknown_keys(p, ATTENTION_PLATFORM_KEYS, at);
+            let conv_backend: ConvBackend = self.parsed(p, "conv_backend", at)?;
+            let at = format!("[[attention.platform]] {conv_backend}");
+            if platforms.iter().any(|q| q.conv_backend == conv_backend) {
+                bail!(self.err(&at, "declared twice"));
+            }
+            let bytes_per_score =
+                self.number(p, "bytes_per_score", &at)?.ok_or_else(|| self.err(&at, "missing bytes_per_score"))?;
+            if bytes_per_score.den() > 1_000_000
+                || bytes_per_score.cmp_exact(&Ratio::int(1000))? == std::cmp::Ordering::Greater
+            {
+                bail!(self.err(&at, "bytes_per_score: at most 6 decimal places and at most 1000"));
+            }
+            let wrong_output_at = match p.get("wrong_output_at") {
+                None => None,
+                Some(_) => Some(self.positive(p, "wrong_output_at", &at)?),
+            };
+            let source = self
+                .string(p, "source", &at)
+                .map_err(|_| self.err(&at, "missing source: say where the figure comes from"))?;
+            platforms.push(AttentionPlatform { conv_backend, bytes_per_score, wrong_output_at, source });
+        }
+        platforms.sort_by_key(|p| p.conv_backend);
+        Ok(Attention { held_tensors, platforms, formula: ATTENTION_FORMULA.to_string() })
     }
 
     fn tiling(&mut self, t: &Table) -> Result<Tiling> {
@@ -394,7 +462,12 @@ impl Parser<'_> {
                     }
                 }
             }
-            reg.insert(family.clone(), VaeEntry { models, params });
+            let attention = match et.get("attention") {
+                None => None,
+                Some(Value::Table(a)) => Some(self.mid_block(a, &at)?),
+                Some(v) => bail!(self.err(&at, format!("attention: expected a table, found {v}"))),
+            };
+            reg.insert(family.clone(), VaeEntry { models, params, attention });
         }
         Ok(Registry(reg))
     }

@@ -54,6 +54,41 @@ pub struct PolicyFile {
     pub vae: Option<BTreeMap<String, VaeFamily>>,
     /// The derived-tile rule: each host's copies of the output.
     pub tiling: Option<TilingEntry>,
+    /// The attention phase of math-kernel platforms.
+    pub attention: Option<AttentionEntry>,
+}
+
+/// `[attention]`: where SDPA materialises the mid-block's S × S scores.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionEntry {
+    pub reason: String,
+    /// Tensors of `channels × S` elements the mid-block holds beside the scores.
+    pub held_tensors: u64,
+    /// One per conv backend whose SDPA runs the math kernel.
+    pub platform: Vec<AttentionPlatformEntry>,
+}
+
+/// `[[attention.platform]]`.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionPlatformEntry {
+    pub conv_backend: ConvBackend,
+    /// Reserved bytes per score element, exact decimal.
+    pub bytes_per_score: PolicyNumber,
+    /// Score elements of one matrix at which the platform returns wrong output.
+    pub wrong_output_at: Option<u64>,
+    /// Where the figure comes from.
+    pub source: String,
+}
+
+/// A family's mid-block attention shape.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MidBlockEntry {
+    pub heads: u64,
+    pub head_dim: u64,
+    pub latent_factor: u64,
 }
 
 /// `[tiling]`: how a tile without a line of its own is priced.
@@ -171,13 +206,15 @@ pub struct VaeFamily {
     /// The weight count, for cast growth.
     pub params: Option<u64>,
     pub note: Option<String>,
+    /// The decoder mid-block's attention shape (none: no mid-block attention).
+    pub attention: Option<MidBlockEntry>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::parse::{
-        ALLOC_DEFAULT_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS, OS_SPECIFIC_KEYS, TILING_HOST_KEYS, TILING_KEYS,
-        TOP_KEYS, VAE_KEYS,
+        ALLOC_DEFAULT_KEYS, ATTENTION_KEYS, ATTENTION_PLATFORM_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS,
+        MID_BLOCK_KEYS, OS_SPECIFIC_KEYS, TILING_HOST_KEYS, TILING_KEYS, TOP_KEYS, VAE_KEYS,
     };
     use std::collections::BTreeSet;
 
@@ -201,5 +238,8 @@ mod tests {
         assert_eq!(keys::<super::VaeFamily>(), set(VAE_KEYS));
         assert_eq!(keys::<super::TilingEntry>(), set(TILING_KEYS));
         assert_eq!(keys::<super::TilingHostEntry>(), set(TILING_HOST_KEYS));
+        assert_eq!(keys::<super::AttentionEntry>(), set(ATTENTION_KEYS));
+        assert_eq!(keys::<super::AttentionPlatformEntry>(), set(ATTENTION_PLATFORM_KEYS));
+        assert_eq!(keys::<super::MidBlockEntry>(), set(MID_BLOCK_KEYS));
     }
 }

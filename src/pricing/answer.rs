@@ -76,6 +76,10 @@ pub enum Rule {
     /// A tile with no line of its own on a platform whose untiled line
     /// exists: that line at one tile, plus the host's copies of the output.
     DerivedTile,
+    /// On a platform whose SDPA runs the math kernel, the mid-block's S × S
+    /// attention scores need more than the rule that priced the line phase
+    /// (in `attention.line_rule`): the attention phase sets the price.
+    AttentionPhase,
     /// The key keeps its OS (an OS-specific backend), and the line of the
     /// same platform measured without a published OS prices it: that line
     /// is a lower bound for every OS, so it prices a key with no line of its
@@ -95,6 +99,7 @@ impl Rule {
             Rule::AnyOsLine => "line measured without an OS",
             Rule::UnmeasuredRule => "unmeasured rule",
             Rule::DerivedTile => "derived tile",
+            Rule::AttentionPhase => "attention phase",
             Rule::LegacyFloor => "legacy floor",
             Rule::Legacy => "legacy estimator",
         }
@@ -178,8 +183,38 @@ pub struct Price {
     /// The two terms of a tile priced from an untiled line (the derived
     /// tile rule, or the unmeasured rule when its largest candidate was one).
     pub tiled: Option<TileTerms>,
+    /// The attention phase on a math-kernel platform (null elsewhere, and
+    /// for a family without a mid-block attention).
+    pub attention: Option<AttentionTerms>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
+}
+
+/// The two phases of a decode on a math-kernel platform: the price is the
+/// larger (a decode's peak is its largest phase, not their sum).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct AttentionTerms {
+    /// Reserved bytes per score element on this platform, exact decimal.
+    pub bytes_per_score: String,
+    /// Where that figure comes from.
+    pub source: String,
+    /// `S`: attention positions over the image, or over one tile.
+    pub sequence: u64,
+    /// Attention heads of the family's mid-block.
+    pub heads: u64,
+    /// `ceil(bytes_per_score × batch × heads × S²)`.
+    pub score_bytes: u64,
+    /// What the mid-block holds beside the scores: `held_tensors × batch × heads × head_dim × S × element bytes`.
+    pub held_bytes: u64,
+    /// Scores + held + cast growth.
+    pub phase_bytes: u64,
+    /// The line phase: what `line_rule` priced (line, copies and cast growth, or the legacy floor).
+    pub line_phase_bytes: u64,
+    /// The rule that priced the line phase.
+    pub line_rule: Rule,
+    /// Whether one attention matrix (S², one item, one head) reaches the
+    /// number of elements where this platform silently returns wrong output.
+    pub wrong_output: bool,
 }
 
 /// A tile priced from an untiled line: one tile's activations on the line,
@@ -213,6 +248,10 @@ impl Price {
             Rule::UnmeasuredRule | Rule::LegacyFloor => {
                 out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
             }
+            Rule::AttentionPhase => out.push(format!(
+                "{} is priced by the attention phase: a declared bytes-per-score figure, not a measured decode",
+                self.line
+            )),
             Rule::DerivedTile => out.push(format!(
                 "{} has no line of its own: priced by the derived tile rule from its untiled line",
                 self.line

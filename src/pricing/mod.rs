@@ -8,7 +8,8 @@ pub mod legacy;
 pub mod platform;
 
 pub use answer::{
-    Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope, TileTerms,
+    AttentionTerms, Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope,
+    TileTerms,
 };
 
 use crate::coefficients::CoefficientsFile;
@@ -259,6 +260,7 @@ impl Coefficients {
             tile_asked: tile_asked(q, &key),
             warnings: tile_warning(q, &key).into_iter().collect(),
             tiled: None,
+            attention: None,
             line: key,
         })
     }
@@ -409,13 +411,18 @@ impl Coefficients {
             Some((rule, by, c, b, derived)) => (rule, Some(by), Some(c), Some(b), None, derived),
             None => self.unmeasured(&key, q, pixels, growth, tile_on.as_ref())?,
         };
-        let bytes = match rule {
+        let line_phase = match rule {
             Rule::LegacyFloor => legacy.unwrap_or(0),
             _ => line_bytes
                 .unwrap_or(0)
                 .checked_add(if derived { copies } else { 0 })
                 .and_then(|b| b.checked_add(growth))
                 .ok_or_else(|| anyhow!("reservation too large"))?,
+        };
+        let attention = self.attention_on(&key, q, growth, rule, line_phase)?;
+        let (rule, bytes) = match &attention {
+            Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
+            _ => (rule, line_phase),
         };
         Ok(Settled {
             key,
@@ -432,7 +439,47 @@ impl Coefficients {
             legacy,
             bytes,
             tiled: tile_on.filter(|_| derived),
+            attention,
         })
+    }
+
+    /// The attention phase of a query on a math-kernel platform, for a
+    /// family with a mid-block attention (None elsewhere).
+    fn attention_on(
+        &self,
+        key: &LineKey,
+        q: &Query,
+        growth: u64,
+        line_rule: Rule,
+        line_phase: u64,
+    ) -> Result<Option<AttnOn<'_>>> {
+        let Some(platform) = self.file.attention.as_ref().and_then(|a| a.on(key.conv_backend)) else {
+            return Ok(None);
+        };
+        let Some(block) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.attention) else {
+            return Ok(None);
+        };
+        let held_tensors = self.file.attention.as_ref().map_or(0, |a| a.held_tensors);
+        let (w, h) = match key.tile {
+            0 => (q.width, q.height),
+            t => (u64::from(t).min(q.width), u64::from(t).min(q.height)),
+        };
+        let too_large = || anyhow!("the attention phase of {}x{} × batch {} is too large to price", w, h, q.batch);
+        let sequence = block.sequence(w, h).ok_or_else(too_large)?;
+        let phase = platform.phase(&block, held_tensors, key.dtype, sequence, q.batch).ok_or_else(too_large)?;
+        let phase_bytes = phase.0.checked_add(phase.1).and_then(|b| b.checked_add(growth)).ok_or_else(too_large)?;
+        let wrong_output = platform.wrong_output_at.is_some_and(|n| u128::from(sequence).pow(2) >= u128::from(n));
+        Ok(Some(AttnOn {
+            platform,
+            sequence,
+            heads: block.heads,
+            score_bytes: phase.0,
+            held_bytes: phase.1,
+            phase_bytes,
+            line_phase_bytes: line_phase,
+            line_rule,
+            wrong_output,
+        }))
     }
 
     /// The unmeasured rule: the largest line of the same (vae, op, tile,
@@ -488,6 +535,36 @@ impl Coefficients {
             (Some((_, b, k, c, d)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l), d),
             (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l), false),
         })
+    }
+}
+
+/// A query's attention phase, as numbers (the words are made by `price`).
+struct AttnOn<'a> {
+    platform: &'a crate::policy::AttentionPlatform,
+    sequence: u64,
+    heads: u64,
+    score_bytes: u64,
+    held_bytes: u64,
+    phase_bytes: u64,
+    line_phase_bytes: u64,
+    line_rule: Rule,
+    wrong_output: bool,
+}
+
+impl AttnOn<'_> {
+    fn terms(&self) -> AttentionTerms {
+        AttentionTerms {
+            bytes_per_score: crate::exact::exact_decimal(&self.platform.bytes_per_score),
+            source: self.platform.source.clone(),
+            sequence: self.sequence,
+            heads: self.heads,
+            score_bytes: self.score_bytes,
+            held_bytes: self.held_bytes,
+            phase_bytes: self.phase_bytes,
+            line_phase_bytes: self.line_phase_bytes,
+            line_rule: self.line_rule,
+            wrong_output: self.wrong_output,
+        }
     }
 }
 
@@ -547,6 +624,8 @@ struct Settled<'a> {
     bytes: u64,
     /// A tile priced from an untiled line: its inputs.
     tiled: Option<TileOn<'a>>,
+    /// The attention phase on a math-kernel platform.
+    attention: Option<AttnOn<'a>>,
 }
 
 impl Pricer for Coefficients {
@@ -557,10 +636,13 @@ impl Pricer for Coefficients {
 
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let s = self.settle(q, env)?;
+        // The rule that priced the line phase (the attention phase may have
+        // set the price above it): what the line's warnings are about.
+        let base = s.attention.as_ref().filter(|_| s.rule == Rule::AttentionPhase).map_or(s.rule, |a| a.line_rule);
         let size_range = s.coef.as_ref().and_then(|c| c.size_range);
         // A tile priced from an untiled line is priced at one tile's pixels.
         let at = s.tiled.as_ref().map_or(s.pixels, |t| t.tile_pixels);
-        let extrapolated = s.rule != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
+        let extrapolated = base != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
         let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
         let mut warnings: Vec<String> = tile_warning(q, &s.key).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
@@ -570,10 +652,10 @@ impl Pricer for Coefficients {
                 priced_by()
             ));
         }
-        if matches!(s.rule, Rule::UnmeasuredRule | Rule::LegacyFloor) {
-            warnings.push(format!("no line measured for {}: priced by the {}", s.key, s.rule.as_str()));
+        if matches!(base, Rule::UnmeasuredRule | Rule::LegacyFloor) {
+            warnings.push(format!("no line measured for {}: priced by the {}", s.key, base.as_str()));
         }
-        if let Some(by) = s.priced_by.filter(|k| s.rule == Rule::UnmeasuredRule && k.dtype != s.key.dtype) {
+        if let Some(by) = s.priced_by.filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key.dtype) {
             warnings.push(format!(
                 "{by}, measured in {} on this platform, sets the floor for {}: a run dtype is never priced below \
                  another dtype's measured line of the same VAE (the demand does not follow the element size)",
@@ -594,10 +676,20 @@ impl Pricer for Coefficients {
                 s.priced_by.as_ref().map_or_else(|| s.key.to_string(), |k| k.to_string())
             ));
         }
-        if s.rule == Rule::AnyOsLine {
+        if base == Rule::AnyOsLine {
             warnings.push(format!(
                 "priced by {}, measured without a published OS: that line is a lower bound for every OS",
                 priced_by()
+            ));
+        }
+        if let Some(a) = s.attention.as_ref().filter(|a| a.wrong_output) {
+            warnings.push(format!(
+                "one attention matrix here has {}² = {} elements, at or past {} where {}'s SDPA silently returns wrong \
+                 output: tile the decode (plan does)",
+                a.sequence,
+                u128::from(a.sequence).pow(2),
+                a.platform.wrong_output_at.unwrap_or(0),
+                s.key.conv_backend
             ));
         }
         Ok(Price {
@@ -616,6 +708,7 @@ impl Pricer for Coefficients {
             tile_asked: tile_asked(q, &s.key),
             warnings,
             tiled: s.tiled.as_ref().map(|t| t.terms(s.line_bytes.unwrap_or(0))),
+            attention: s.attention.as_ref().map(AttnOn::terms),
             priced_by: s.priced_by.cloned(),
             run_dtype: s.run,
             allocator: s.allocator.detected(),
@@ -637,7 +730,11 @@ mod tests {
     fn the_name_index_resolves_as_the_registry_does() {
         let shipped = crate::coefficients::parse(crate::coefficients::EMBEDDED, "embedded").unwrap();
         let mut file = shipped.clone();
-        let entry = |models: &[&str]| VaeEntry { models: models.iter().map(|m| m.to_string()).collect(), params: None };
+        let entry = |models: &[&str]| VaeEntry {
+            models: models.iter().map(|m| m.to_string()).collect(),
+            params: None,
+            attention: None,
+        };
         // A model named like a later family, a family differing only in
         // case, and a model with spaces in its stored name.
         file.registry.insert("AAA".into(), entry(&["zzz", "Flux1", " padded "]));

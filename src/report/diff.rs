@@ -9,6 +9,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::AnyOsLine) => "OS-less line",
         Some(Rule::UnmeasuredRule) => "unmeasured",
         Some(Rule::DerivedTile) => "derived tile",
+        Some(Rule::AttentionPhase) => "attention phase",
         Some(Rule::LegacyFloor) => "legacy floor",
         Some(Rule::Legacy) => "legacy",
         None => "-",

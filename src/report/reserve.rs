@@ -55,6 +55,31 @@ impl Report for ReserveReport {
         if let Some(l) = p.legacy_bytes {
             rows.push(("legacy", format!("{} B", thousands(l))));
         }
+        if let Some(a) = &p.attention {
+            rows.push((
+                "attention",
+                format!(
+                    "S = {} ({} head{}): {} B × S² = {} B scores + {} B beside them",
+                    thousands(a.sequence),
+                    a.heads,
+                    if a.heads == 1 { "" } else { "s" },
+                    a.bytes_per_score,
+                    thousands(a.score_bytes),
+                    thousands(a.held_bytes)
+                ),
+            ));
+            let (line_mib, phase_mib) = (a.line_phase_bytes.div_ceil(1 << 20), a.phase_bytes.div_ceil(1 << 20));
+            let which = if p.rule == Rule::AttentionPhase {
+                "the attention phase sets the price"
+            } else {
+                "the line sets the price"
+            };
+            rows.push((
+                "phases",
+                format!("line {} MiB ({}), attention {} MiB: {which}", line_mib, a.line_rule.as_str(), phase_mib),
+            ));
+            rows.push(("score bytes", a.source.clone()));
+        }
         let range = match p.size_range {
             Some([lo, hi]) => format!(" (measured {}–{} px)", thousands(lo), thousands(hi)),
             None => String::new(),

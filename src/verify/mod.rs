@@ -4,6 +4,7 @@
 //! failure is a [`Finding`] with a stable [`Code`]. What each code proves:
 //! `docs/DESIGN.md`, "What verify proves".
 
+mod attention_checks;
 mod certificate;
 mod pricing_checks;
 mod reproduce;
@@ -150,6 +151,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     pricing_checks::query_path(&mut cx);
     tile_checks::unmeasured_tiles(&mut cx);
     tile_checks::monotone(&mut cx);
+    attention_checks::phase(&mut cx);
     (cx.findings, cx.pricings)
 }
 

@@ -214,7 +214,16 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     continue;
                                 };
                                 cx.pricings += 1;
-                                let found = pricer.quote(&q, &EnvSnapshot::default());
+                                let mut found = pricer.quote(&q, &EnvSnapshot::default());
+                                // The attention phase only raises a price: what the floor
+                                // is about is the rule that priced the line phase.
+                                if matches!(&found, Ok(p) if p.rule == Rule::AttentionPhase) {
+                                    found = pricer.price(&q, &EnvSnapshot::default()).map(|p| {
+                                        let rule = p.attention.as_ref().map_or(p.rule, |a| a.line_rule);
+                                        let bytes = p.attention.as_ref().map_or(p.bytes, |a| a.line_phase_bytes);
+                                        crate::pricing::Quote { bytes, rule, line: p.line }
+                                    });
+                                }
                                 let bad = match &found {
                                     // A measured line may price below legacy: that is what fitting is
                                     // for; so may a tile derived from a measured platform's untiled line
@@ -369,7 +378,13 @@ pub(super) fn query_path(cx: &mut PricingCtx) {
                             continue;
                         }
                         let x = w.saturating_mul(*h).saturating_mul(batch);
-                        let Some((expected, want_rule)) = expected_for(cx.shipped, &query_key, x) else { continue };
+                        let Some((line_price, line_rule)) = expected_for(cx.shipped, &query_key, x) else { continue };
+                        // A math-kernel platform: the larger of the line and the attention phase.
+                        let (expected, want_rule) =
+                            match super::attention_checks::restated(cx.shipped, &query_key, *w, *h, batch) {
+                                Some(phase) if phase > line_price => (phase, Rule::AttentionPhase),
+                                _ => (line_price, line_rule),
+                            };
                         let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
                         cx.pricings += 1;
                         let got = cx.pricer.quote(&q, env);

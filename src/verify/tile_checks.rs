@@ -113,10 +113,15 @@ pub(super) fn unmeasured_tiles(cx: &mut PricingCtx) {
                 continue; // a measured tile line prices it
             }
             for (w, h) in grid.iter().filter(|(w, h)| !covers(*tile, *w, *h)) {
-                let Some((want, _)) = restated(cx.shipped, &key, *w, *h, 1) else { continue };
+                let Some((derived, _)) = restated(cx.shipped, &key, *w, *h, 1) else { continue };
+                // On a math-kernel platform the tile's attention phase may be higher.
+                let (want, rule) = match super::attention_checks::restated(cx.shipped, &key, *w, *h, 1) {
+                    Some(phase) if phase > derived => (phase, Rule::AttentionPhase),
+                    _ => (derived, Rule::DerivedTile),
+                };
                 cx.pricings += 1;
                 let got = cx.pricer.quote(&Query::at_key(&key, *w, *h, 1), &EnvSnapshot::default());
-                if matches!(&got, Ok(q) if q.bytes == want && q.rule == Rule::DerivedTile) {
+                if matches!(&got, Ok(q) if q.bytes == want && q.rule == rule) {
                     continue;
                 }
                 let found = match &got {
