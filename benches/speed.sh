@@ -34,11 +34,11 @@ for n in "${sizes[@]}"; do
   runs=$([ "$n" -ge 1000000 ] && echo 3 || echo 10)
   root=$work/root-$n
   mkdir -p "$root/fits"
-  # The shipped policy without the entries that name shipped points.
+  # The shipped policy without the entries that name shipped points (excluded, kept, excepted).
   python3 - "$repo/fits/policy.toml" "$root/fits/policy.toml" <<'EOF'
 import sys
 text = open(sys.argv[1]).read()
-blocks = [b for b in text.split("\n\n") if not b.startswith(("[[exclude]]", "[[keep]]"))]
+blocks = [b for b in text.split("\n\n") if not b.startswith(("[[exclude]]", "[[keep]]", "[[exception]]"))]
 open(sys.argv[2], "w").write("\n\n".join(blocks))
 EOF
   csv=$work/synth-$n.csv
