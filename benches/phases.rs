@@ -46,7 +46,7 @@ fn root(n: usize) -> PathBuf {
     let registry = Workspace::new(&dir).policy().unwrap().registry;
     let points = csv_input::parse_csv(csv(n).as_bytes(), "bench.csv", &registry).unwrap().points;
     std::fs::write(dir.join("measurements/vae.json"), store::to_bytes(&points)).unwrap();
-    vramfit::commands::emit::run(&dir, false, true).unwrap();
+    vramfit::commands::emit::run(&dir, false, true, vramfit::fsio::DEFAULT_WAIT).unwrap();
     dir
 }
 
@@ -125,10 +125,11 @@ fn pipeline(bencher: divan::Bencher, n: usize) {
         from: vramfit::commands::ingest::InputFormat::Csv,
         check: false,
         allow_simulated: false,
+        wait: vramfit::fsio::DEFAULT_WAIT,
     };
     bencher.with_inputs(|| std::fs::remove_file(dir.join("measurements/vae.json")).unwrap()).bench_values(|()| {
         vramfit::commands::ingest::run(&dir, &opts, &vramfit::progress::Silent).unwrap();
-        vramfit::commands::emit::run(&dir, false, true).unwrap();
+        vramfit::commands::emit::run(&dir, false, true, vramfit::fsio::DEFAULT_WAIT).unwrap();
         vramfit::commands::verify::run(&dir).unwrap().findings.len()
     });
 }

@@ -18,6 +18,32 @@ fn folder_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
+/// The file a write to `path` replaces: `path` itself, or, when `path` is a
+/// symbolic link, the file it finally points at. A symlinked store or
+/// coefficients file is written *through* to its target, so the link stays
+/// a link and its target is never left stale.
+pub fn write_target(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = fs::read_link(&at).with_context(|| format!("cannot read the link {}", at.display()))?;
+                at = if to.is_absolute() { to } else { folder_of(&at).join(to) };
+            }
+            _ => return Ok(at),
+        }
+    }
+    anyhow::bail!("{}: too many levels of symbolic links", path.display())
+}
+
+/// A name no other process can predict: the process id and 64 random bits.
+fn unpredictable_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    format!("{}-{:016x}", std::process::id(), h.finish())
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and
 /// a rename, so a reader (or a crash) never sees half a file. The new file
 /// keeps the permission bits of the one it replaces, and the temporary file
@@ -28,14 +54,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// [`write_atomic`] for content made while it is written (a store of 10^6
 /// points is never held whole in memory): `fill` writes into a buffered
-/// temporary file.
+/// temporary file. The temporary file is created exclusively under an
+/// unpredictable name (a link planted at any name is never followed), a
+/// symlinked `path` is written through to its target, and the folder is
+/// synced after the rename so a power cut cannot bring the old file back.
 pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let path = &write_target(path)?;
     let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
-    let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), std::process::id()));
+    let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), unpredictable_suffix()));
     let keep = fs::metadata(path).ok().map(|m| m.permissions());
     let result = (|| -> Result<()> {
-        let f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         fill(&mut w).and_then(|()| w.flush()).with_context(|| format!("cannot write {}", tmp.display()))?;
         let f =
@@ -46,6 +80,7 @@ pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> st
             fs::set_permissions(&tmp, perms).with_context(|| format!("cannot set permissions of {}", tmp.display()))?;
         }
         fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
+        sync_folder(dir);
         Ok(())
     })();
     if result.is_err() {
@@ -54,58 +89,79 @@ pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> st
     result
 }
 
+/// Makes a rename in `dir` durable (Unix; elsewhere the rename is what the
+/// file system gives).
+fn sync_folder(dir: &Path) {
+    if cfg!(unix) {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
 /// Removes temporary files of `path` left by a run that was killed between
 /// creating and renaming them. Only [`RootLock::write`] calls it: under the
-/// lock no other writer of the root can be mid-write.
+/// lock no other writer of the data can be mid-write. Only regular files of
+/// the exact pattern go (a link of that name is left alone, never followed).
 fn remove_stale_temps(path: &Path) {
-    let prefix = tmp_prefix(path);
-    let Ok(entries) = fs::read_dir(folder_of(path)) else { return };
+    let Ok(path) = write_target(path) else { return };
+    let prefix = tmp_prefix(&path);
+    let Ok(entries) = fs::read_dir(folder_of(&path)) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let is_temp =
-            name.strip_prefix(&prefix).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        let is_temp = name.strip_prefix(&prefix).is_some_and(|rest| {
+            let (pid, random) = rest.split_once('-').unwrap_or((rest, ""));
+            !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && random.bytes().all(|b| b.is_ascii_hexdigit())
+        });
         if is_temp && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
             let _ = fs::remove_file(e.path());
         }
     }
 }
 
-/// An exclusive lock on a root, held by `ingest` and `emit` for their whole
-/// read–modify–write, so two writers never both read the old file and the
-/// second rename drops the first one's rows. Released when dropped (and by
-/// the OS when the process dies, so a killed run never leaves it stuck).
+/// An exclusive lock on the data a writer changes, held by `ingest` and
+/// `emit` for their whole read–modify–write, so two writers never both read
+/// the old file and the second rename drops the first one's rows. The lock
+/// is on the folder that really holds each written file (symbolic links
+/// resolved), so every route to the same data — two roots sharing one
+/// `measurements/` through a link, a symlinked store — takes the same lock.
+/// Released when dropped (and by the OS when the process dies, so a killed
+/// run never leaves it stuck).
 pub struct RootLock {
-    _file: fs::File,
+    _folders: Vec<fs::File>,
 }
 
 /// How long a writer waits quietly before it says it is waiting.
 const QUIET_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a writer waits for the lock by default (`--wait`).
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+
 impl RootLock {
-    /// Takes the lock on `root`, waiting for another writer if there is
-    /// one; after a second of waiting it says so on stderr.
-    pub fn acquire(root: &Path) -> Result<RootLock> {
-        let file = lock_target(root)?;
-        let start = Instant::now();
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(RootLock { _file: file }),
-                Err(fs::TryLockError::WouldBlock) if start.elapsed() < QUIET_WAIT => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(fs::TryLockError::WouldBlock) => {
-                    eprintln!("vramfit: waiting for another vramfit that is writing under {} to finish …", shown(root));
-                    file.lock().with_context(|| format!("cannot lock {}", root.display()))?;
-                    return Ok(RootLock { _file: file });
-                }
-                Err(fs::TryLockError::Error(e)) => {
-                    return Err(anyhow::anyhow!("{}: cannot lock the folder for writing: {e}", shown(root)))
-                }
-            }
+    /// Takes the lock on the data behind `files` (the files the writer will
+    /// replace), waiting at most `wait` for another writer; after a second
+    /// of waiting it says so on stderr. Past `wait` it fails naming the
+    /// folder and, where the system says, the process holding it.
+    pub fn acquire(files: &[PathBuf], wait: Duration) -> Result<RootLock> {
+        let mut folders: Vec<PathBuf> = Vec::new();
+        for f in files {
+            let target = write_target(f)?;
+            let dir = folder_of(&target);
+            fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
+            folders.push(fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?);
         }
+        // One order for every writer, so two never wait on each other.
+        folders.sort();
+        folders.dedup();
+        let start = Instant::now();
+        let mut held = Vec::with_capacity(folders.len());
+        for dir in &folders {
+            held.push(lock_folder(dir, start, wait)?);
+        }
+        Ok(RootLock { _folders: held })
     }
 
-    /// Writes a file of the locked root atomically, first removing the
+    /// Writes a file of the locked data atomically, first removing the
     /// temporary files a killed writer left beside it.
     pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         remove_stale_temps(path);
@@ -119,14 +175,84 @@ impl RootLock {
     }
 }
 
-/// The root folder itself on Unix (nothing new appears in the tree); a
-/// lock file elsewhere, where a folder cannot be opened as a file.
-fn lock_target(root: &Path) -> Result<fs::File> {
-    let dir = if root.as_os_str().is_empty() { Path::new(".") } else { root };
+fn lock_folder(dir: &Path, start: Instant, wait: Duration) -> Result<fs::File> {
+    let file = lock_target(dir)?;
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) => {
+                let waited = start.elapsed();
+                if waited >= wait {
+                    let holder = holder_of(dir).map(|h| format!(", held by {h}")).unwrap_or_default();
+                    anyhow::bail!(
+                        "{}: the write lock on this folder is taken{holder}; gave up after {} s (--wait SECONDS to \
+                         wait longer, 0 not to wait)",
+                        shown(dir),
+                        wait.as_secs()
+                    );
+                }
+                if waited >= QUIET_WAIT && !said {
+                    let holder = holder_of(dir).map(|h| format!(" ({h})")).unwrap_or_default();
+                    eprintln!(
+                        "vramfit: waiting up to {} s for the write lock on {}{holder} …",
+                        wait.as_secs(),
+                        shown(dir)
+                    );
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                anyhow::bail!("{}: cannot lock the folder for writing: {e}", shown(dir))
+            }
+        }
+    }
+}
+
+/// The process holding a lock on `dir`, where the system says (Linux:
+/// `/proc/locks` names the pid by the folder's inode): `pid 123 (vramfit ingest …)`.
+fn holder_of(dir: &Path) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let inode = fs::metadata(dir).ok()?.ino();
+        let locks = fs::read_to_string("/proc/locks").ok()?;
+        let me = std::process::id().to_string();
+        for l in locks.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (Some(pid), Some(id)) = (f.get(4), f.get(5)) else { continue };
+            if *pid == me || id.rsplit(':').next() != Some(&inode.to_string()) {
+                continue;
+            }
+            let cmd = fs::read(format!("/proc/{pid}/cmdline")).ok().map(|c| {
+                let words: Vec<String> = c
+                    .split(|b| *b == 0)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                words.join(" ").escape_debug().take(120).collect::<String>()
+            });
+            return Some(match cmd {
+                Some(c) if !c.is_empty() => format!("pid {pid} ({c})"),
+                _ => format!("pid {pid}"),
+            });
+        }
+        None
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// The folder itself on Unix (nothing new appears in the tree); a lock file
+/// in it elsewhere, where a folder cannot be opened as a file.
+fn lock_target(dir: &Path) -> Result<fs::File> {
     if cfg!(unix) {
         fs::File::open(dir).with_context(|| format!("{}: cannot open the folder to lock it", shown(dir)))
     } else {
-        fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
         fs::OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -201,6 +201,24 @@ impl schemars::JsonSchema for Text {
     }
 }
 
+/// A value a user supplied, as it may be shown: control characters escaped
+/// (`\u{1b}`), cut to `max` characters with the count of the rest.
+pub fn escaped(value: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in value.chars().enumerate() {
+        if i == max {
+            out.push_str(&format!("… ({} characters)", value.chars().count()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

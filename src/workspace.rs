@@ -80,9 +80,13 @@ impl Workspace {
         dir.is_dir().then(|| dir.join("vae.json"))
     }
 
-    /// The exclusive lock writers hold for a whole read–modify–write.
-    pub fn lock(&self) -> Result<RootLock> {
-        RootLock::acquire(&self.root)
+    /// The exclusive lock writers hold for a whole read–modify–write: on
+    /// the folders that really hold the store, the coefficients and the
+    /// package's copy (links resolved), waiting at most `wait`.
+    pub fn lock(&self, wait: std::time::Duration) -> Result<RootLock> {
+        let mut files = vec![self.points_path(), self.coefficients_path()];
+        files.extend(self.bundled_copy_path());
+        RootLock::acquire(&files, wait)
     }
 
     /// The policy and its problems (unknown keys), as `verify` wants them.

@@ -331,7 +331,8 @@ fn rocm_attention_makes_plan_tile() {
     let all = j["steps"].as_array().unwrap().iter().find(|s| s["role"] == "all").unwrap().clone();
     assert_eq!(all["rule"], "attention-phase");
     // The line alone (28 634 MiB) would have fitted 40 GiB.
-    let line = reserve_bytes(&["flux2", "decode", "2048x2048", "--dtype", "bf16", "--os", "linux", "--backend", "miopen"]);
+    let line =
+        reserve_bytes(&["flux2", "decode", "2048x2048", "--dtype", "bf16", "--os", "linux", "--backend", "miopen"]);
     assert!(line > 40 * GIB, "the untiled price is the attention phase: {line}");
     let tile = j["tile"].as_u64().unwrap();
     let t = tile.to_string();

@@ -98,7 +98,8 @@ fn a_second_writer_waits_and_says_so() {
     let f = root.path().join("a.csv");
     fs::write(&f, rows_csv("wait", 3)).unwrap();
     let before = shipped_count();
-    let lock = vramfit::fsio::RootLock::acquire(root.path()).unwrap();
+    let store = root.path().join("measurements/vae.json");
+    let lock = vramfit::fsio::RootLock::acquire(&[store], vramfit::fsio::DEFAULT_WAIT).unwrap();
     let child = spawn_ingest(root.path(), &f);
     std::thread::sleep(std::time::Duration::from_millis(1800));
     assert_eq!(stored_ids(root.path()).len(), before, "the writer waits while the lock is held");
@@ -106,7 +107,7 @@ fn a_second_writer_waits_and_says_so() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("waiting for another vramfit"), "{err}");
+    assert!(err.contains("waiting up to 60 s for the write lock on"), "{err}");
     assert_eq!(stored_ids(root.path()).len(), before + 3);
 }
 
@@ -155,5 +156,141 @@ fn a_rewrite_keeps_the_permission_bits() {
         vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
         assert_eq!(stored_ids(root.path()).len(), shipped_count() + 2);
         assert_eq!(fs::metadata(&store).unwrap().permissions().mode() & 0o777, mode);
+    }
+}
+
+// --- Hostile surroundings ----------------------------------------------------
+
+/// Two roots whose `measurements/` are links to one folder: concurrent
+/// ingests through both lose no row, because the lock is on the data.
+#[cfg(unix)]
+#[test]
+fn two_roots_sharing_one_store_lose_no_row() {
+    let shared = scratch();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for r in [a.path(), b.path()] {
+        fs::create_dir_all(r.join("fits")).unwrap();
+        fs::copy(shared.path().join("fits/policy.toml"), r.join("fits/policy.toml")).unwrap();
+        std::os::unix::fs::symlink(shared.path().join("measurements"), r.join("measurements")).unwrap();
+    }
+    let before = shipped_count();
+    let mut children = Vec::new();
+    for i in 0..8 {
+        let f = shared.path().join(format!("c{i}.csv"));
+        fs::write(&f, rows_csv(&format!("r{i}"), 5)).unwrap();
+        children.push(spawn_ingest(if i % 2 == 0 { a.path() } else { b.path() }, &f));
+    }
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(stored_ids(shared.path()).len(), before + 40, "no row lost through either route");
+}
+
+/// A held lock and `--wait 1`: exit 2 after about a second, naming the
+/// folder and the holder; nothing written.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_held_lock_gives_up_after_wait_and_names_the_holder() {
+    let root = scratch();
+    let f = root.path().join("a.csv");
+    fs::write(&f, rows_csv("held", 2)).unwrap();
+    let store = root.path().join("measurements");
+    let holder = std::process::Command::new("flock")
+        .arg(&store)
+        .args(["sleep", "20"])
+        .spawn()
+        .expect("flock(1) is needed for this test");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = fs::read(store.join("vae.json")).unwrap();
+    let started = std::time::Instant::now();
+    let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--wait", "1"]).arg(&f).output().unwrap();
+    let took = started.elapsed();
+    let mut holder = holder;
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the write lock on this folder is taken") && err.contains("gave up after 1 s"), "{err}");
+    assert!(err.contains("held by pid"), "the holder is named: {err}");
+    assert_eq!(fs::read(store.join("vae.json")).unwrap(), before, "nothing written");
+}
+
+/// A link planted at any temporary name is never followed, and a store that
+/// is itself a link is written through to its target (the link stays).
+#[cfg(unix)]
+#[test]
+fn planted_links_are_never_followed_and_a_linked_store_is_written_through() {
+    let root = scratch();
+    let victim = root.path().join("victim.txt");
+    fs::write(&victim, "precious").unwrap();
+    for name in [".vae.json.tmp-1", ".vae.json.tmp-99999", ".vae.json.tmp-123-00000000deadbeef"] {
+        std::os::unix::fs::symlink(&victim, root.path().join("measurements").join(name)).unwrap();
+    }
+    // The store itself a link to a file elsewhere.
+    let real = root.path().join("elsewhere.json");
+    fs::rename(root.path().join("measurements/vae.json"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, root.path().join("measurements/vae.json")).unwrap();
+    let f = root.path().join("a.csv");
+    fs::write(&f, rows_csv("link", 2)).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious", "no write through a planted link");
+    let link = fs::symlink_metadata(root.path().join("measurements/vae.json")).unwrap();
+    assert!(link.file_type().is_symlink(), "the store stays a link");
+    assert!(fs::read_to_string(&real).unwrap().contains("link-"), "its target holds the new rows");
+    // The planted links are not vramfit's temporary files: left alone.
+    assert!(fs::symlink_metadata(root.path().join("measurements/.vae.json.tmp-1")).is_ok());
+}
+
+/// A write that cannot happen (standard output a full device) is exit 2 with
+/// a message, never a silent exit 0.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_to_a_full_device_is_an_error() {
+    for args in [
+        &["--format", "json", "verify"][..],
+        &["points"],
+        &["--format", "json", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"],
+    ] {
+        let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let bin = assert_cmd::cargo::cargo_bin("vramfit");
+        let out =
+            std::process::Command::new(bin).arg("--root").arg(data_root()).args(args).stdout(full).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"), "{args:?}");
+    }
+}
+
+/// Past the limits: a field over 64 KiB, a line over 1 MiB, a file with no
+/// line end: exit 2 naming the file and line, nothing written, no abort.
+#[test]
+fn oversized_input_is_refused_cleanly() {
+    let root = scratch();
+    let before = fs::read(root.path().join("measurements/vae.json")).unwrap();
+    let header = "id,source,conv_backend,allocator,os,vae,op,run_dtype,width,height,reserved_mib,note\n";
+    let cases = [
+        (
+            "field.csv",
+            format!("{header}big,test,cudnn,native,linux,sd,decode,fp16,512,512,900,{}\n", "n".repeat(70_000)),
+            "note: 70000 bytes",
+        ),
+        ("line.csv", format!("{header}{}\n", "x,".repeat(600_000)), "longer than"),
+        ("noend.csv", format!("{header}{}", "y".repeat(3 << 20)), "longer than"),
+        (
+            "control.csv",
+            format!("{header}a\u{1b}[2J,test,cudnn,native,linux,sd,decode,fp16,512,512,900,x\n"),
+            "a control character",
+        ),
+    ];
+    for (name, text, words) in cases {
+        let f = root.path().join(name);
+        fs::write(&f, text).unwrap();
+        let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(name) && err.contains(words), "{name}: {err}");
+        assert!(!err.contains('\u{1b}'), "{name}: printed escaped");
+        assert_eq!(fs::read(root.path().join("measurements/vae.json")).unwrap(), before, "{name}: nothing written");
     }
 }

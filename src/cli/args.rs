@@ -153,6 +153,9 @@ pub(super) struct IngestArgs {
     /// Measurement files (`-` reads standard input).
     #[arg(required = true, value_name = "FILE")]
     pub(super) files: Vec<PathBuf>,
+    /// Seconds to wait for another writer of the same data (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(super) wait: u64,
     /// Do not write: exit 1 when the store is not up to date with FILEs.
     #[arg(long)]
     pub(super) check: bool,
@@ -369,6 +372,9 @@ pub(super) struct EmitArgs {
     /// Do not write: exit 1 if the shipped file would change.
     #[arg(long)]
     pub(super) check: bool,
+    /// Seconds to wait for another writer of the same data (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(super) wait: u64,
     /// Write even when verify would report findings on the new file (still exits 1).
     #[arg(long, conflicts_with = "check")]
     pub(super) force: bool,

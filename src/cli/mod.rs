@@ -4,6 +4,7 @@
 
 mod args;
 mod bar;
+mod streams;
 pub mod terminal;
 
 use crate::commands::{self, ingest, plan, reserve};
@@ -61,7 +62,13 @@ fn ingest_options(a: IngestArgs) -> anyhow::Result<ingest::IngestOptions> {
     if a.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         anyhow::bail!("`-` (standard input) can be read only once: give it once");
     }
-    Ok(ingest::IngestOptions { files: a.files, from, check: a.check, allow_simulated: a.allow_simulated })
+    Ok(ingest::IngestOptions {
+        files: a.files,
+        from,
+        check: a.check,
+        allow_simulated: a.allow_simulated,
+        wait: std::time::Duration::from_secs(a.wait),
+    })
 }
 
 /// Runs one command line with an explicit environment and output streams,
@@ -99,6 +106,16 @@ fn color_flag(args: &[std::ffi::OsString]) -> ColorChoice {
 
 /// [`run_from`] on the streams `terminal` describes (what `main` calls).
 pub fn run_on<I, T>(args: I, env: &EnvSnapshot, terminal: &Terminal, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let (mut out, mut err) = (streams::Checked::new(out), streams::Checked::new(err));
+    let code = run_checked(args, env, terminal, &mut out, &mut err);
+    streams::settle(code, &mut out, &mut err)
+}
+
+fn run_checked<I, T>(args: I, env: &EnvSnapshot, terminal: &Terminal, out: &mut dyn Write, err: &mut dyn Write) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -333,7 +350,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             Ok(code)
         }
         Command::Emit(a) => {
-            let r = commands::emit::run(&root, a.check, a.force)?;
+            let r = commands::emit::run(&root, a.check, a.force, std::time::Duration::from_secs(a.wait))?;
             emit(out, &report::render(&r, format, "emit")?);
             let code = if (a.check && r.out_of_date()) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK };
             let items = r.findings.len();

@@ -56,6 +56,16 @@ pub struct DiffOptions {
 
 /// `fits/vae.json` as it is at `rev`, through `git show`.
 fn at_revision(ws: &Workspace, rev: &str) -> Result<Coefficients> {
+    // A revision is never an option (`git:--output=FILE` would make git
+    // write FILE), never empty, and has no `:` (the path is ours to add).
+    let bad =
+        rev.is_empty() || rev.starts_with('-') || rev.chars().any(|c| c.is_whitespace() || c.is_control() || c == ':');
+    if bad {
+        bail!(
+            "git:{}: not a revision (a branch, tag, commit or HEAD~N; no leading '-', no spaces, no ':')",
+            rev.escape_debug()
+        );
+    }
     let root = ws.root();
     let inside = std::process::Command::new("git")
         .arg("-C")
@@ -69,7 +79,7 @@ fn at_revision(ws: &Workspace, rev: &str) -> Result<Coefficients> {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(root)
-        .arg("show")
+        .args(["show", "--end-of-options"])
         .arg(format!("{rev}:./fits/vae.json"))
         .output()?;
     if !out.status.success() {

@@ -66,11 +66,12 @@ pub fn fresh(root: &Path, purpose: Purpose) -> Result<Fresh> {
     Ok(Fresh { lines: shown, file: pricer.file, bytes, findings })
 }
 
-pub fn run(root: &Path, check: bool, force: bool) -> Result<EmitReport> {
+/// `wait`: how long to wait for another writer's lock (`--wait`).
+pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> Result<EmitReport> {
     // The lock covers reading the points as well as writing the file, so an
     // ingest running beside this emit is either all in or all out of it.
     let ws = Workspace::new(root);
-    let lock = if check { None } else { Some(ws.lock()?) };
+    let lock = if check { None } else { Some(ws.lock(wait)?) };
     let path = ws.coefficients_path();
     // The file being replaced is read beside the fit.
     let (old_bytes, fresh) = crate::par::join(true, || std::fs::read(&path).ok(), || fresh(root, Purpose::Write));

@@ -31,6 +31,8 @@ pub struct IngestOptions {
     pub check: bool,
     /// Take rows made on a simulated device (refused otherwise).
     pub allow_simulated: bool,
+    /// How long to wait for another writer's lock (`--wait`).
+    pub wait: std::time::Duration,
 }
 
 /// How standard input (`-`) is named in messages and the summary.
@@ -86,7 +88,7 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
     let policy = ws.policy()?;
     // The lock covers the whole read–modify–write of the store, so a
     // concurrent ingest never reads the store this one is about to replace.
-    let lock = if opts.check { None } else { Some(ws.lock()?) };
+    let lock = if opts.check { None } else { Some(ws.lock(opts.wait)?) };
     // The files and the store are read side by side; a bad file is
     // reported before a bad store.
     let (stored, per_file) =

@@ -20,6 +20,14 @@ pub fn parse_csv(bytes: &[u8], file: &str, registry: &Registry) -> Result<Rows> 
 /// on every core, while the next one is read.
 const CHUNK: usize = 16 << 20;
 
+/// The longest line a CSV may hold: a row of real fields is a few hundred
+/// bytes; a file with no line end (`/dev/zero`) is refused here, with
+/// memory bounded, instead of being read whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The largest CSV read: 10^6 real rows are about 300 MiB.
+pub const MAX_INPUT_BYTES: u64 = 4 << 30;
+
 /// Reads one measurement CSV as a stream. A UTF-8 BOM and CRLF (or
 /// CR-only) line ends are accepted; an empty file (no header) is an error,
 /// a header-only file has no rows. Every message counts physical lines of
@@ -51,7 +59,7 @@ pub fn read_csv_in_chunks(
     chunk: usize,
     progress: &dyn Progress,
 ) -> Result<Rows> {
-    let mut input = Input { r, file, at_end: false, chunk: chunk.max(1) };
+    let mut input = Input { r, file, at_end: false, chunk: chunk.max(1), read: 0 };
     let mut buf = Vec::new();
     input.fill_to(&mut buf, BOM.len().max(input.chunk))?;
     if buf.starts_with(BOM) {
@@ -63,7 +71,7 @@ pub fn read_csv_in_chunks(
     let mut line = 1;
     let mut consumed = 0u64;
     let header = loop {
-        let cut = input.cut(&mut buf)?;
+        let cut = input.cut(&mut buf, line)?;
         let found = physical_lines(&buf[..cut], line).find(|(_, l, _)| !blank(l));
         if let Some((n, bytes, after)) = found {
             let names: Vec<String> = split_fields(line_text(bytes, file, n)?, file, n, None)?
@@ -92,7 +100,7 @@ pub fn read_csv_in_chunks(
     // fresh lists per chunk faulted their pages in again every time.
     let mut spare: Vec<Rows> = Vec::new();
     loop {
-        let cut = input.cut(&mut buf)?;
+        let cut = input.cut(&mut buf, line)?;
         let rest = buf.split_off(cut);
         let this = std::mem::replace(&mut buf, rest);
         let last = input.at_end;
@@ -170,6 +178,8 @@ struct Input<'r> {
     at_end: bool,
     /// Bytes taken at a time.
     chunk: usize,
+    /// Bytes read so far.
+    read: u64,
 }
 
 impl Input<'_> {
@@ -188,6 +198,10 @@ impl Input<'_> {
                 .read_to_end(buf)
                 .map_err(|e| anyhow::anyhow!("{}: cannot read file: {e}", self.file))?;
             self.at_end = got < ask;
+            self.read += got as u64;
+            if self.read > MAX_INPUT_BYTES {
+                bail!("{}: more than {} GiB: larger than a measurement CSV may be", self.file, MAX_INPUT_BYTES >> 30);
+            }
         }
         Ok(())
     }
@@ -196,13 +210,16 @@ impl Input<'_> {
     /// `\n` (a `\r\n` is never cut in two), or at the end of the file.
     /// A buffer with no line end yet (a very long line, or a file whose
     /// lines end in a lone `\r`) is read on until it has one.
-    fn cut(&mut self, buf: &mut Vec<u8>) -> Result<usize> {
+    fn cut(&mut self, buf: &mut Vec<u8>, line: u64) -> Result<usize> {
         loop {
             if self.at_end {
                 return Ok(buf.len());
             }
             if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
                 return Ok(i + 1);
+            }
+            if buf.len() > MAX_LINE_BYTES && memchr::memchr(b'\r', buf).is_none() {
+                bail!("{}:{line}: a line longer than {} MiB: not a measurement CSV", self.file, MAX_LINE_BYTES >> 20);
             }
             let want = buf.len() + self.chunk;
             self.fill_to(buf, want)?;
@@ -296,6 +313,13 @@ fn physical_lines(bytes: &[u8], first: u64) -> impl Iterator<Item = (u64, &[u8],
 }
 
 fn line_text<'a>(bytes: &'a [u8], file: &str, line: u64) -> Result<&'a str> {
+    if bytes.len() > MAX_LINE_BYTES {
+        bail!(
+            "{file}:{line}: a line of {} bytes, longer than a line may be ({} MiB)",
+            bytes.len(),
+            MAX_LINE_BYTES >> 20
+        );
+    }
     let text = std::str::from_utf8(bytes)
         .map_err(|e| anyhow::anyhow!("{file}:{line}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
     if let Some(at) = text.find('\u{FEFF}') {

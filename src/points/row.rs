@@ -199,6 +199,7 @@ impl Interners {
 
 /// Converts one row into a validated point. Every error names the row and column.
 pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &mut Interners) -> Result<Point> {
+    check_text(f, at)?;
     let get = |c: Col| f.field(c).map(|s| s.trim()).filter(|s| !s.is_empty());
     let fail = |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!("{at}: {}: {what}", col.name()) };
     let vocab = |col: Col| -> Result<&str> { get(col).ok_or_else(|| fail(col, "missing value".into())) };
@@ -392,4 +393,29 @@ fn readable_id(p: &Point, hash: &str) -> String {
         "{name}-{}{tile}-{}-{}x{}{batch}-{}-{}{os}-{hash}",
         k.op, k.dtype, p.width, p.height, k.conv_backend, k.allocator
     )
+}
+
+/// The longest value a field may hold (a note of a few paragraphs is a few
+/// KiB; past this, a field is a mistake or an attack, not a measurement).
+pub const MAX_FIELD_BYTES: usize = 64 * 1024;
+
+/// Every value of a row, known column or not: no control character but the
+/// tab (a value is printed by `points` and in messages, where an escape
+/// sequence would clear a screen or retitle a terminal), and at most
+/// [`MAX_FIELD_BYTES`].
+fn check_text(f: &impl Row, at: &RowOrigin) -> Result<()> {
+    let known = Col::ALL.iter().filter_map(|c| f.field(*c).map(|v| (c.name(), v)));
+    for (name, value) in known.chain(f.unknown()) {
+        if value.len() > MAX_FIELD_BYTES {
+            anyhow::bail!("{at}: {name}: {} bytes, more than a field may hold ({MAX_FIELD_BYTES})", value.len());
+        }
+        if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
+            anyhow::bail!(
+                "{at}: {name}: a control character ({}) in '{}': not accepted in any field",
+                c.escape_unicode(),
+                crate::text::escaped(value, 80)
+            );
+        }
+    }
+    Ok(())
 }

@@ -177,6 +177,25 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
             bail!("{at}: {field}: must be a positive integer or null");
         }
     }
+    let texts = [
+        ("id", Some(p.id.as_str())),
+        ("source", Some(p.source.as_str())),
+        ("model", p.model.as_deref()),
+        ("device", p.device.as_deref()),
+        ("torch", p.torch.as_deref()),
+        ("note", p.note.as_deref()),
+    ];
+    let metadata =
+        p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k.as_str())), ("metadata", Some(v.as_str()))]);
+    for (field, v) in texts.into_iter().chain(metadata) {
+        let Some(v) = v else { continue };
+        if v.len() > crate::points::row::MAX_FIELD_BYTES {
+            bail!("{at}: {field}: {} bytes, more than a field may hold", v.len());
+        }
+        if v.chars().any(|c| c.is_control() && c != '\t') {
+            bail!("{at}: {field}: a control character in '{}'", crate::text::escaped(v, 80));
+        }
+    }
     Ok(())
 }
 
