@@ -10,9 +10,10 @@ pub fn parse_size(s: &str) -> Result<(u64, u64)> {
         .split_once(['x', 'X', '×', '*'])
         .ok_or_else(|| anyhow!("size '{t}': expected WIDTHxHEIGHT, e.g. 1024x1024"))?;
     let parse = |v: &str, what: &str| -> Result<u64> {
-        match v.trim().parse::<u64>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => bail!("size '{t}': {what} must be a positive integer"),
+        let v = v.trim();
+        match v.parse::<u64>() {
+            Ok(n) if n > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => bail!("size '{t}': {what} must be a positive integer (digits only)"),
         }
     };
     Ok((parse(w, "width")?, parse(h, "height")?))

@@ -290,7 +290,59 @@ fn bad_budgets_are_usage_errors() {
     }
     let (code, _, err) = plan(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--frames", "3", "--free", "1GiB"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--frames and --transient are for `plan canvas`"), "{err}");
+    assert!(err.contains("--frames, --upscale, --channels and --transient are for `plan canvas`"), "{err}");
+    // And the other way: options that price a VAE mean nothing to a canvas.
+    for extra in [&["--dtype", "fp16"][..], &["--backend", "miopen"], &["--tile", "512"], &["--batch", "2"]] {
+        let mut a = vec!["canvas", "640x480", "--frames", "4", "--free", "1GiB"];
+        a.extend(extra.iter());
+        let (code, _, err) = plan(&a);
+        assert_eq!(code, 2, "{extra:?}");
+        assert!(err.contains(extra[0]) && err.contains("mean nothing to `plan canvas`"), "{extra:?}: {err}");
+    }
+    let (code, _, _) = plan(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--upscale", "2", "--free", "1GiB"]);
+    assert_eq!(code, 2);
+}
+
+/// `schema`, `completions` and `man` print one fixed form: any other
+/// `--format` is refused, as for every command.
+#[test]
+fn fixed_form_commands_refuse_a_format() {
+    for args in [&["schema", "coefficients"][..], &["completions", "bash"], &["man"]] {
+        for format in ["json", "github", "markdown"] {
+            let out = vramfit().args(["--format", format]).args(args).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?} --format {format}");
+            assert!(stderr_of(&out).contains("takes no --format"), "{}", stderr_of(&out));
+            // Under github the error is also an annotation on stdout, as for every input error.
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(if format == "github" { stdout.starts_with("::error") } else { stdout.is_empty() }, "{stdout}");
+        }
+        assert_eq!(vramfit().args(args).output().unwrap().status.code(), Some(0), "{args:?}");
+    }
+}
+
+/// Whole numbers are digits only, in a CSV as on the command line: a sign
+/// or a decimal point is refused; spaces around a CSV value are trimmed.
+#[test]
+fn whole_numbers_are_digits_only() {
+    let root = scratch();
+    let header = "source,conv_backend,allocator,os,vae,op,run_dtype,width,height,reserved_mib\n";
+    for (value, ok) in [("+512", false), ("512.0", false), ("5e2", false), (" 512 ", true), ("512", true)] {
+        let f = root.path().join("n.csv");
+        std::fs::write(&f, format!("{header}digits,cudnn,native,linux,sd,decode,fp16,{value},512,900\n")).unwrap();
+        let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--check"]).arg(&f).output().unwrap();
+        let code = out.status.code().unwrap();
+        assert_eq!(code == 2, !ok, "{value:?}: {}", stderr_of(&out));
+        if !ok {
+            assert!(
+                stderr_of(&out).contains("width") && stderr_of(&out).contains("digits only"),
+                "{}",
+                stderr_of(&out)
+            );
+        }
+    }
+    let (code, _, err) = plan(&["sdxl", "decode", "+1024x1024", "--dtype", "fp16", "--free", "8GiB"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("digits only"), "{err}");
 }
 
 #[test]

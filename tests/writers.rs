@@ -196,24 +196,19 @@ fn a_held_lock_gives_up_after_wait_and_names_the_holder() {
     let f = root.path().join("a.csv");
     fs::write(&f, rows_csv("held", 2)).unwrap();
     let store = root.path().join("measurements");
-    let holder = std::process::Command::new("flock")
-        .arg(&store)
-        .args(["sleep", "20"])
-        .spawn()
-        .expect("flock(1) is needed for this test");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Held by this test process, as `flock DIR sleep 30` would hold it.
+    let holder = fs::File::open(&store).unwrap();
+    holder.lock().unwrap();
     let before = fs::read(store.join("vae.json")).unwrap();
     let started = std::time::Instant::now();
     let out = vramfit().arg("--root").arg(root.path()).args(["ingest", "--wait", "1"]).arg(&f).output().unwrap();
     let took = started.elapsed();
-    let mut holder = holder;
-    let _ = holder.kill();
-    let _ = holder.wait();
+    drop(holder);
     assert_eq!(out.status.code(), Some(2));
     assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the write lock on this folder is taken") && err.contains("gave up after 1 s"), "{err}");
-    assert!(err.contains("held by pid"), "the holder is named: {err}");
+    assert!(err.contains(&format!("held by pid {}", std::process::id())), "the holder is named: {err}");
     assert_eq!(fs::read(store.join("vae.json")).unwrap(), before, "nothing written");
 }
 
@@ -293,4 +288,35 @@ fn oversized_input_is_refused_cleanly() {
         assert!(!err.contains('\u{1b}'), "{name}: printed escaped");
         assert_eq!(fs::read(root.path().join("measurements/vae.json")).unwrap(), before, "{name}: nothing written");
     }
+}
+
+/// `emit --force` never writes a file its own loader refuses: extreme but
+/// valid points (demands at the store's limit) make a base too large to
+/// price, and emit says so with exit 2, writing nothing.
+#[test]
+fn emit_never_writes_a_file_vramfit_cannot_load() {
+    let root = scratch();
+    let top = 1u64 << 56;
+    let csv = format!(
+        "id,source,conv_backend,allocator,os,vae,op,run_dtype,width,height,reserved_bytes\n\
+         x1,t,cudnn,native,linux,flux2,encode,fp32,8,8,{top}\nx2,t,cudnn,native,linux,flux2,encode,fp32,16,8,{top}\n\
+         x3,t,cudnn,native,linux,flux2,encode,fp32,16,16,{top}\n"
+    );
+    let f = root.path().join("x.csv");
+    fs::write(&f, csv).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    let before = fs::read(root.path().join("fits/vae.json")).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["emit", "--force"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not load, so nothing was written"));
+    assert_eq!(fs::read(root.path().join("fits/vae.json")).unwrap(), before);
+    assert_eq!(
+        on_data_root()
+            .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
 }

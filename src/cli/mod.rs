@@ -290,6 +290,28 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
         if w.len() != 2 {
             anyhow::bail!("usage: vramfit plan canvas WxH --frames N [--upscale U] [--channels C] [--transient M]");
         }
+        let f = &a.flags;
+        let vae_only = [
+            ("--dtype", f.dtype.is_some()),
+            ("--loaded-dtype", f.loaded_dtype.is_some()),
+            ("--fp32", f.fp32.is_some()),
+            ("--tile", f.tile != 0),
+            ("--host", f.host.is_some()),
+            ("--backend", f.backend != crate::vocab::ConvBackend::Cudnn),
+            ("--allocator", f.allocator.trim() != "auto"),
+            ("--os", f.os.trim() != "auto"),
+            ("--coefficients", f.coefficients.is_some()),
+            ("--batch", f.batch != 1),
+            ("--strict", f.strict),
+        ];
+        let given: Vec<&str> = vae_only.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
+        if !given.is_empty() {
+            anyhow::bail!(
+                "{} price a VAE and mean nothing to `plan canvas` (frames of uint8: --frames, --upscale, --channels, \
+                 --transient)",
+                given.join(", ")
+            );
+        }
         let transient = a
             .transient
             .as_deref()
@@ -306,8 +328,10 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
         if w.len() != 3 {
             anyhow::bail!("usage: vramfit plan MODEL OP WxH [--batch N …] (or plan canvas WxH …)");
         }
-        if a.frames.is_some() || a.transient.is_some() {
-            anyhow::bail!("--frames and --transient are for `plan canvas`; a VAE plan counts items with --batch");
+        if a.frames.is_some() || a.transient.is_some() || a.upscale != 1 || a.channels != 3 {
+            anyhow::bail!(
+                "--frames, --upscale, --channels and --transient are for `plan canvas`; a VAE plan counts items with --batch"
+            );
         }
         plan::Work::Vae(query_options(&w[0], w[1].parse()?, &w[2], &a.flags, root)?)
     };
@@ -330,6 +354,10 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let asked = format_names(&[cli.format]).join("");
             anyhow::bail!("`{name}` has no {asked} output (it prints {})", format_names(formats).join(", "));
         }
+    } else if cli.format != FormatArg::Table {
+        // `schema`, `completions` and `man` print one fixed form.
+        let asked = format_names(&[cli.format]).join("");
+        anyhow::bail!("`{name}` prints one fixed form and takes no --format (asked: {asked})");
     }
     let format: Format = cli.format.into();
     let explicit_root = cli.root.clone();

@@ -91,6 +91,19 @@ pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> 
     let changed = old_bytes.as_deref() != Some(bytes.as_slice());
     // Only a writer holds the lock (`--check` takes none).
     let may_write = lock.is_some() && (findings.is_empty() || force);
+    // Never write a file the loader would refuse (a base too large to
+    // price, say, from extreme but valid points): with --force too, since
+    // every `reserve --root` and `plan` would fail on it afterwards.
+    if may_write {
+        let shown = crate::fsio::shown(&path);
+        let text =
+            std::str::from_utf8(&bytes).map_err(|_| anyhow::anyhow!("{shown}: emit made a file that is not UTF-8"))?;
+        if let Err(e) = coefficients::parse(text, &shown) {
+            anyhow::bail!(
+                "{e:#}: the file emit would write does not load, so nothing was written (fix the points or the policy)"
+            );
+        }
+    }
     let written = may_write && changed;
     if let (true, Some(lock)) = (written, &lock) {
         lock.write(&path, &bytes)?;

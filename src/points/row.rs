@@ -212,9 +212,10 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
     let positive = |col: Col, default: Option<u64>| -> Result<u64> {
         match get(col) {
             None => default.ok_or_else(|| fail(col, "missing value (a positive integer)".into())),
+            // Digits only, as everywhere: no sign, no decimal point, no exponent.
             Some(v) => match v.parse::<u64>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(fail(col, format!("'{v}' is not a positive integer"))),
+                Ok(n) if n > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+                _ => Err(fail(col, format!("'{v}' is not a positive integer (digits only)"))),
             },
         }
     };
@@ -231,7 +232,10 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
     let op = parse_vocab(vocab(Col::Op)?, Col::Op, at)?;
     let tile = match get(Col::Tile) {
         None => 0,
-        Some(v) => v.parse::<u32>().map_err(|_| fail(Col::Tile, format!("'{v}' is not a non-negative integer")))?,
+        Some(v) if v.bytes().all(|b| b.is_ascii_digit()) => {
+            v.parse::<u32>().map_err(|_| fail(Col::Tile, format!("'{v}' is not a non-negative integer")))?
+        }
+        Some(v) => return Err(fail(Col::Tile, format!("'{v}' is not a non-negative integer (digits only)"))),
     };
     let dtype: Dtype = parse_vocab(vocab(Col::RunDtype)?, Col::RunDtype, at)?;
     let loaded_dtype = get(Col::LoadedDtype).map(|v| parse_vocab::<Dtype>(v, Col::LoadedDtype, at)).transpose()?;
@@ -269,8 +273,8 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
     let small = |col: Col| -> Result<Option<u32>> {
         get(col)
             .map(|v| match v.parse::<u32>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(fail(col, format!("'{v}' is not a positive integer"))),
+                Ok(n) if n > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+                _ => Err(fail(col, format!("'{v}' is not a positive integer (digits only)"))),
             })
             .transpose()
     };
