@@ -320,3 +320,17 @@ fn emit_never_writes_a_file_vramfit_cannot_load() {
         Some(0)
     );
 }
+
+/// What a user typed is shown escaped in an error: an escape sequence in a
+/// model name cannot drive the terminal.
+#[test]
+fn control_characters_in_arguments_are_shown_escaped() {
+    let out = on_data_root()
+        .args(["reserve", "sd\u{1b}]0;pwned\u{7}xl", "decode", "1024x1024", "--dtype", "fp16"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("sd\\u{1b}]0;pwned\\u{7}xl"), "{err}");
+}

@@ -149,7 +149,16 @@ where
     match crate::report::with_style(terminal.table_style(), || run(cli, env, &streams, out, err)) {
         Ok(code) => code,
         Err(e) => {
-            let message = format!("{e:#}");
+            // Whatever a user supplied is shown escaped: a control character
+            // in a name or a path cannot clear a screen or retitle a terminal.
+            let message: String = format!("{e:#}")
+                .chars()
+                .flat_map(|c| {
+                    let keep = !c.is_control() || c == '\n' || c == '\t';
+                    let shown: Vec<char> = if keep { vec![c] } else { c.escape_default().collect() };
+                    shown
+                })
+                .collect();
             let _ = writeln!(err, "{} {message}", prefix("error", color_err));
             // In CI the same error is an annotation on the file and line at fault.
             if github {

@@ -35,6 +35,9 @@ pub struct IngestOptions {
     pub wait: std::time::Duration,
 }
 
+/// The largest benchmark JSON read whole (InvokeAI's is 60 KiB for 98 records).
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
+
 /// How standard input (`-`) is named in messages and the summary.
 pub const STDIN_NAME: &str = "<stdin>";
 
@@ -60,14 +63,24 @@ pub fn read_rows(
                 read_csv(&mut r, len, &name, registry, progress)?
             }
             InputFormat::InvokeaiBenchmark(ctx) => {
-                let bytes = if stdin {
-                    let mut b = Vec::new();
-                    std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-                        .with_context(|| format!("{name}: cannot read"))?;
-                    b
+                // Read at most one byte past the limit, so a huge file (or
+                // /dev/zero) is refused with memory bounded.
+                let limit = MAX_JSON_BYTES + 1;
+                let mut b = Vec::new();
+                let read = if stdin {
+                    std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), limit), &mut b)
                 } else {
-                    std::fs::read(f).with_context(|| format!("{name}: cannot read file"))?
+                    let file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
+                    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut b)
                 };
+                read.with_context(|| format!("{name}: cannot read file"))?;
+                if b.len() as u64 > MAX_JSON_BYTES {
+                    anyhow::bail!(
+                        "{name}: more than {} MiB: larger than a benchmark JSON may be",
+                        MAX_JSON_BYTES >> 20
+                    );
+                }
+                let bytes = b;
                 let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
                 invokeai::parse(&text, &name, ctx, registry)?
             }
