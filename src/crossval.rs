@@ -141,20 +141,32 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Resu
         out.folds += 1;
         for p in held {
             let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels).map_err(|e| anyhow!("{e}"))?;
-            let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
-            out.points.push(HeldOut {
-                id: p.id.to_string(),
-                pixels: p.pixels,
-                demand_bytes: p.demand_bytes,
-                reserve_bytes: reserve,
-                ratio: floor4(ratio),
-                covered: reserve >= p.demand_bytes,
-                under_bytes: p.demand_bytes.saturating_sub(reserve),
-                fold: fold.clone(),
-                ratio_exact: ratio,
-            });
+            out.points.push(HeldOut::priced(p, reserve, fold.clone())?);
         }
     }
+    finish_check(out)
+}
+
+impl HeldOut {
+    /// A held-out point and what was reserved for it.
+    fn priced(p: &Point, reserve: u64, fold: String) -> Result<HeldOut> {
+        let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
+        Ok(HeldOut {
+            id: p.id.to_string(),
+            pixels: p.pixels,
+            demand_bytes: p.demand_bytes,
+            reserve_bytes: reserve,
+            ratio: floor4(ratio),
+            covered: reserve >= p.demand_bytes,
+            under_bytes: p.demand_bytes.saturating_sub(reserve),
+            fold,
+            ratio_exact: ratio,
+        })
+    }
+}
+
+/// A line's held-out points in size order, with its coverage and ratios.
+fn finish_check(mut out: LineCheck) -> Result<LineCheck> {
     out.points.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
     out.covered = out.points.iter().filter(|p| p.covered).count();
     let (worst, mean) = summary(out.points.iter())?;
@@ -273,26 +285,9 @@ fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<Cross
             let copies = host
                 .copies_bytes(p.key.dtype, p.pixels)
                 .ok_or_else(|| anyhow!("point {}: output copies too large", p.id))?;
-            let reserve = line_bytes + copies;
-            let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
-            check.points.push(HeldOut {
-                id: p.id.to_string(),
-                pixels: p.pixels,
-                demand_bytes: p.demand_bytes,
-                reserve_bytes: reserve,
-                ratio: floor4(ratio),
-                covered: reserve >= p.demand_bytes,
-                under_bytes: p.demand_bytes.saturating_sub(reserve),
-                fold: fold_label(HoldOut::Tile, p),
-                ratio_exact: ratio,
-            });
+            check.points.push(HeldOut::priced(p, line_bytes + copies, fold_label(HoldOut::Tile, p))?);
         }
-        check.points.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
-        check.covered = check.points.iter().filter(|p| p.covered).count();
-        let (worst, mean) = summary(check.points.iter())?;
-        check.worst_ratio = worst;
-        check.mean_ratio = mean;
-        checks.push(check);
+        checks.push(finish_check(check)?);
     }
     report(HoldOut::Tile, checks, not_validated)
 }
