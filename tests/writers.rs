@@ -334,3 +334,24 @@ fn control_characters_in_arguments_are_shown_escaped() {
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
     assert!(err.contains("sd\\u{1b}]0;pwned\\u{7}xl"), "{err}");
 }
+
+/// A control character in any policy string (decoded from a TOML escape)
+/// is refused: reasons and sources are shipped and shown.
+#[test]
+fn control_characters_in_the_policy_are_refused() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(
+        &policy,
+        format!("{text}\n[[exception]]\nid = \"i7785061-sd15-decode-fp16-512x512\"\nreason = \"x \\u001b[2J\"\n"),
+    )
+    .unwrap();
+    for cmd in ["fit", "emit", "verify"] {
+        let out = vramfit().arg("--root").arg(root.path()).arg(cmd).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("exception.reason: a control character"), "{cmd}: {err}");
+        assert!(!err.contains('\u{1b}'));
+    }
+}

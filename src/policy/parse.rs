@@ -49,9 +49,28 @@ pub(super) const TILING_HOST_KEYS: &[&str] = &["copies", "source"];
 /// Parses a policy. `file` names the file in messages.
 pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
     let table: Table = text.parse().map_err(|e: toml::de::Error| anyhow!("{file}: {}", e.to_string().trim_end()))?;
+    no_control_characters(&Value::Table(table.clone()), file, "")?;
     let mut p = Parser { file, problems: Vec::new() };
     let policy = p.policy(&table)?;
     Ok((policy, p.problems))
+}
+
+/// Every string of the policy (ids, reasons, sources, names): no control
+/// character but tab and line feed, since reasons and sources are shipped in
+/// `fits/vae.json` and shown by `reserve`, `fit` and the reports.
+fn no_control_characters(v: &Value, file: &str, at: &str) -> Result<()> {
+    match v {
+        Value::String(s) => match s.chars().find(|c| c.is_control() && *c != '\t' && *c != '\n') {
+            Some(c) => bail!("{file}: {at}: a control character ({}) in a string: not accepted", c.escape_unicode()),
+            None => Ok(()),
+        },
+        Value::Array(items) => items.iter().try_for_each(|i| no_control_characters(i, file, at)),
+        Value::Table(t) => t.iter().try_for_each(|(k, v)| {
+            let at = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+            no_control_characters(v, file, &at)
+        }),
+        _ => Ok(()),
+    }
 }
 
 struct Parser<'a> {
