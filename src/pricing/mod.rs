@@ -4,8 +4,10 @@
 //! shows them run the same code.
 
 mod answer;
+mod attention;
 pub mod legacy;
 pub mod platform;
+mod tiled;
 
 pub use answer::{
     AttentionTerms, Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope,
@@ -20,9 +22,11 @@ use crate::policy::is_os_specific;
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
+use attention::AttnOn;
 use platform::{choose_allocator, detect_os, Detected, EnvSnapshot};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use tiled::TileOn;
 
 /// One line's shipped values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,43 +359,6 @@ impl Coefficients {
         out
     }
 
-    /// The host a derived tile is priced for: `--host`, else the file's default.
-    fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::policy::TilingHost, bool)>> {
-        let Some(t) = self.file.tiling.as_ref() else {
-            return match &q.host {
-                Some(h) => bail!("--host {h}: these coefficients declare no tiling hosts"),
-                None => Ok(None),
-            };
-        };
-        let (name, given) = match &q.host {
-            Some(h) => (h.trim(), true),
-            None => (t.default_host.as_str(), false),
-        };
-        match t.hosts.get_key_value(name) {
-            Some((n, h)) => Ok(Some((n.as_str(), h, given))),
-            None => bail!(
-                "--host {name}: not a host these coefficients know (known: {})",
-                t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-            ),
-        }
-    }
-
-    /// A tiled query's two derived terms' inputs: one tile's pixels and the
-    /// output copies' bytes (None: untiled, or no tiling rule in the file).
-    fn tile_on(&self, q: &Query, key: &LineKey, pixels: u64) -> Result<Option<TileOn<'_>>> {
-        if key.tile == 0 {
-            return Ok(None);
-        }
-        let Some((host, h, given)) = self.tiling_host(q)? else { return Ok(None) };
-        let t = u64::from(key.tile);
-        let tile_pixels = crate::exact::pixels(t.min(q.width), t.min(q.height), q.batch)
-            .ok_or_else(|| anyhow!("tile {t} × batch {} is too large to price", q.batch))?;
-        let copies_bytes = h
-            .copies_bytes(key.dtype, pixels)
-            .ok_or_else(|| anyhow!("the output copies of {pixels} px are too large to price"))?;
-        Ok(Some(TileOn { host, given, h, tile_pixels, copies_bytes }))
-    }
-
     fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
         let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
@@ -441,45 +408,6 @@ impl Coefficients {
             tiled: tile_on.filter(|_| derived),
             attention,
         })
-    }
-
-    /// The attention phase of a query on a math-kernel platform, for a
-    /// family with a mid-block attention (None elsewhere).
-    fn attention_on(
-        &self,
-        key: &LineKey,
-        q: &Query,
-        growth: u64,
-        line_rule: Rule,
-        line_phase: u64,
-    ) -> Result<Option<AttnOn<'_>>> {
-        let Some(platform) = self.file.attention.as_ref().and_then(|a| a.on(key.conv_backend)) else {
-            return Ok(None);
-        };
-        let Some(block) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.attention) else {
-            return Ok(None);
-        };
-        let held_tensors = self.file.attention.as_ref().map_or(0, |a| a.held_tensors);
-        let (w, h) = match key.tile {
-            0 => (q.width, q.height),
-            t => (u64::from(t).min(q.width), u64::from(t).min(q.height)),
-        };
-        let too_large = || anyhow!("the attention phase of {}x{} × batch {} is too large to price", w, h, q.batch);
-        let sequence = block.sequence(w, h).ok_or_else(too_large)?;
-        let phase = platform.phase(&block, held_tensors, key.dtype, sequence, q.batch).ok_or_else(too_large)?;
-        let phase_bytes = phase.0.checked_add(phase.1).and_then(|b| b.checked_add(growth)).ok_or_else(too_large)?;
-        let wrong_output = platform.wrong_output_at.is_some_and(|n| u128::from(sequence).pow(2) >= u128::from(n));
-        Ok(Some(AttnOn {
-            platform,
-            sequence,
-            heads: block.heads,
-            score_bytes: phase.0,
-            held_bytes: phase.1,
-            phase_bytes,
-            line_phase_bytes: line_phase,
-            line_rule,
-            wrong_output,
-        }))
     }
 
     /// The unmeasured rule: the largest line of the same (vae, op, tile,
@@ -535,60 +463,6 @@ impl Coefficients {
             (Some((_, b, k, c, d)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l), d),
             (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l), false),
         })
-    }
-}
-
-/// A query's attention phase, as numbers (the words are made by `price`).
-struct AttnOn<'a> {
-    platform: &'a crate::policy::AttentionPlatform,
-    sequence: u64,
-    heads: u64,
-    score_bytes: u64,
-    held_bytes: u64,
-    phase_bytes: u64,
-    line_phase_bytes: u64,
-    line_rule: Rule,
-    wrong_output: bool,
-}
-
-impl AttnOn<'_> {
-    fn terms(&self) -> AttentionTerms {
-        AttentionTerms {
-            bytes_per_score: crate::exact::exact_decimal(&self.platform.bytes_per_score),
-            source: self.platform.source.clone(),
-            sequence: self.sequence,
-            heads: self.heads,
-            score_bytes: self.score_bytes,
-            held_bytes: self.held_bytes,
-            phase_bytes: self.phase_bytes,
-            line_phase_bytes: self.line_phase_bytes,
-            line_rule: self.line_rule,
-            wrong_output: self.wrong_output,
-        }
-    }
-}
-
-/// What a tiled query derives from: the host, one tile's pixels, the copies' bytes.
-struct TileOn<'a> {
-    host: &'a str,
-    /// Whether `--host` named it (else the file's default).
-    given: bool,
-    h: &'a crate::policy::TilingHost,
-    tile_pixels: u64,
-    copies_bytes: u64,
-}
-
-impl TileOn<'_> {
-    fn terms(&self, tile_bytes: u64) -> TileTerms {
-        let from = if self.given { "flag" } else { "the coefficients' default host" };
-        TileTerms {
-            host: Detected { value: self.host.to_string(), from: from.into() },
-            copies: crate::exact::exact_decimal(&self.h.copies),
-            copies_source: self.h.source.clone(),
-            tile_pixels: self.tile_pixels,
-            tile_bytes,
-            copies_bytes: self.copies_bytes,
-        }
     }
 }
 

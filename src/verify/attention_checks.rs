@@ -6,8 +6,7 @@
 //! the pricer `reserve` uses: never below the phase, and on every other
 //! platform never priced by it.
 
-use super::pricing_checks::covers;
-use super::{Code, Finding, PricingCtx, PRICING_CODE};
+use super::{covers, Code, Finding, PricingCtx, PRICING_CODE};
 use crate::coefficients::CoefficientsFile;
 use crate::points::LineKey;
 use crate::pricing::platform::EnvSnapshot;

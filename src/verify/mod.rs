@@ -66,6 +66,12 @@ pub(crate) struct PricingCtx<'a> {
     pub derived_over_bound: std::collections::BTreeSet<String>,
 }
 
+/// Whether a tile covers a whole `w × h` image (so it prices untiled): the
+/// checks that price on a grid skip those sizes for tiled keys.
+pub(crate) fn covers(tile: u32, w: u64, h: u64) -> bool {
+    tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
+}
+
 /// What `emit` would write now from the inputs: its lines and the file.
 pub fn expected(inputs: &Inputs) -> Result<(Vec<Line>, CoefficientsFile)> {
     expected_from(inputs, &group(&inputs.points, &inputs.policy))

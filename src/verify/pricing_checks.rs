@@ -2,7 +2,7 @@
 //! covered, none is over-reserved beyond the bound, the floor holds, and each
 //! line's own key prices to its own formula.
 
-use super::{Code, Finding, PricingCtx, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
+use super::{covers, Code, Finding, PricingCtx, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
 use crate::exact::Ratio;
 use crate::fit::reserve_bytes;
 use crate::lines::{slope_text, LineKind};
@@ -23,11 +23,6 @@ fn env_for(backend: ConvBackend, allocator: Allocator, os: Os) -> EnvSnapshot {
         Allocator::ExpandableSegments => "expandable_segments:True",
     };
     EnvSnapshot::default().with(var, conf).on(os)
-}
-
-/// Whether a tile covers a whole `w × h` image (so it prices untiled).
-pub(super) fn covers(tile: u32, w: u64, h: u64) -> bool {
-    tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
 }
 
 /// Every included point priced at its own key: covered, and not

@@ -6,8 +6,8 @@
 //! platform is priced by it through the pricer `reserve` uses, and for one
 //! image no larger tile prices below a smaller one.
 
-use super::pricing_checks::{covers, expected_for};
-use super::{Code, Finding, PricingCtx, POLICY_FILE, PRICING_CODE};
+use super::pricing_checks::expected_for;
+use super::{covers, Code, Finding, PricingCtx, POLICY_FILE, PRICING_CODE};
 use crate::coefficients::CoefficientsFile;
 use crate::exact::Ratio;
 use crate::points::{LineKey, Point};
