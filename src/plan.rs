@@ -285,31 +285,13 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     // elements), the work must tile whatever the memory says.
     let wrong = |p: &Price| p.attention.as_ref().is_some_and(|a| a.wrong_output);
     if wrong(&all) {
-        let mut reasons = vec![format!(
+        let reasons = vec![format!(
             "{}one attention matrix has {}² elements, past the {} limit where SDPA returns wrong output: tiled",
             if tile == 0 { "untiled, " } else { "" },
             all.attention.as_ref().map_or(0, |a| a.sequence),
             all.line.conv_backend
         )];
-        let one_item = Query { batch: 1, ..q.clone() };
-        let below = (tile != 0).then_some(tile);
-        let search = largest_tile(pricer, &one_item, env, b.bytes, below, tiles)?;
-        for considered in [&search.next_larger, &search.skipped_legacy].into_iter().flatten() {
-            steps.push(PricedStep::of(StepRole::Tile, 1, considered, b.bytes));
-        }
-        reasons.extend(search.reasons.iter().cloned());
-        if let Some(chosen) = &search.chosen {
-            steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
-            let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
-            p.tile = Some(chosen.line.tile);
-            p.peak_bytes = Some(chosen.bytes);
-            p.reasons = reasons;
-            return Ok(with_steps(p, steps));
-        }
-        let mut p = finish("vae", b, n, Verdict::Host, None);
-        reasons.push("nothing fits on the device: run on the host".into());
-        p.reasons = reasons;
-        return Ok(with_steps(p, steps));
+        return tiled_or_host(pricer, q, env, b, tiles, tile, reasons, steps);
     }
     if all.bytes <= b.bytes {
         let mut p = finish("vae", b, n, own.map_or(Verdict::Full, |_| Verdict::Tiled), Some(n));
@@ -350,29 +332,45 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     if n > 1 {
         steps.push(PricedStep::of(StepRole::One, 1, &one, b.bytes));
     }
-    let mut reasons = vec![format!("one item reserves {} > budget {}", mib(one.bytes), mib(b.bytes))];
-    // Smaller tiles than the one asked for (a tile as large as the image
-    // would price the untiled work that just did not fit).
+    let reasons = vec![format!("one item reserves {} > budget {}", mib(one.bytes), mib(b.bytes))];
+    tiled_or_host(pricer, q, env, b, tiles, tile, reasons, steps)
+}
+
+/// One item at a time on the largest tile that fits (smaller than the
+/// tile asked for, when one was), or the host: the plan's last resort,
+/// with the tiles it priced and why.
+#[allow(clippy::too_many_arguments)]
+fn tiled_or_host(
+    pricer: &dyn Pricer,
+    q: &Query,
+    env: &EnvSnapshot,
+    b: &Budget,
+    tiles: &[u32],
+    tile: u32,
+    mut reasons: Vec<String>,
+    mut steps: Vec<PricedStep>,
+) -> Result<Plan> {
+    // A tile as large as the image would price the untiled work again.
     let one_item = Query { batch: 1, ..q.clone() };
     let search = largest_tile(pricer, &one_item, env, b.bytes, (tile != 0).then_some(tile), tiles)?;
     for considered in [&search.next_larger, &search.skipped_legacy].into_iter().flatten() {
         steps.push(PricedStep::of(StepRole::Tile, 1, considered, b.bytes));
     }
-    if let Some(chosen) = &search.chosen {
-        steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
-        let t = chosen.line.tile;
-        let mut p = finish("vae", b, n, Verdict::Tiled, Some(1));
-        p.tile = Some(t);
-        p.peak_bytes = Some(chosen.bytes);
-        reasons.extend(search.reasons);
-        p.reasons = reasons;
-        return Ok(with_steps(p, steps));
-    }
-    reasons.extend(search.reasons);
-    let mut p = finish("vae", b, n, Verdict::Host, None);
-    reasons.push("nothing fits on the device: run on the host".into());
-    p.reasons = reasons;
-    Ok(with_steps(p, steps))
+    reasons.extend(search.reasons.iter().cloned());
+    let p = match &search.chosen {
+        Some(chosen) => {
+            steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
+            let mut p = finish("vae", b, q.batch, Verdict::Tiled, Some(1));
+            p.tile = Some(chosen.line.tile);
+            p.peak_bytes = Some(chosen.bytes);
+            p
+        }
+        None => {
+            reasons.push("nothing fits on the device: run on the host".into());
+            finish("vae", b, q.batch, Verdict::Host, None)
+        }
+    };
+    Ok(with_steps(Plan { reasons, ..p }, steps))
 }
 
 /// The answer to "what is the largest tile whose price fits?".

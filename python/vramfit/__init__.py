@@ -349,11 +349,6 @@ class Coefficients:
         self.legacy = data.get("legacy")
         self.tiling = data.get("tiling")
         self.attention = data.get("attention")
-        tiles = {0}
-        tiles.update(int(t) for t in data.get("tiles", []))
-        tiles.update(k.tile for k in self.lines)
-        tiles.update(int(_key_field(l, "tile", where)) for l in data.get("insufficient", []))
-        self.known_tiles = sorted(tiles)
 
     @staticmethod
     def _key(l, where):

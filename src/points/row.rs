@@ -403,22 +403,29 @@ fn readable_id(p: &Point, hash: &str) -> String {
 /// KiB; past this, a field is a mistake or an attack, not a measurement).
 pub const MAX_FIELD_BYTES: usize = 64 * 1024;
 
-/// Every value of a row, known column or not: no control character but the
-/// tab (a value is printed by `points` and in messages, where an escape
-/// sequence would clear a screen or retitle a terminal), and at most
-/// [`MAX_FIELD_BYTES`].
+/// What is wrong with one text value, if anything: no control character
+/// but the tab (a value is printed by `points` and in messages, where an
+/// escape sequence would clear a screen or retitle a terminal), and at most
+/// [`MAX_FIELD_BYTES`]. The one rule for a CSV field and a stored one.
+pub fn field_problem(value: &str) -> Option<String> {
+    if value.len() > MAX_FIELD_BYTES {
+        return Some(format!("{} bytes, more than a field may hold ({MAX_FIELD_BYTES})", value.len()));
+    }
+    value.chars().find(|c| c.is_control() && *c != '\t').map(|c| {
+        format!(
+            "a control character ({}) in '{}': not accepted in any field",
+            c.escape_unicode(),
+            crate::text::escaped(value, 80)
+        )
+    })
+}
+
+/// Every value of a row, known column or not, by [`field_problem`].
 fn check_text(f: &impl Row, at: &RowOrigin) -> Result<()> {
     let known = Col::ALL.iter().filter_map(|c| f.field(*c).map(|v| (c.name(), v)));
     for (name, value) in known.chain(f.unknown()) {
-        if value.len() > MAX_FIELD_BYTES {
-            anyhow::bail!("{at}: {name}: {} bytes, more than a field may hold ({MAX_FIELD_BYTES})", value.len());
-        }
-        if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
-            anyhow::bail!(
-                "{at}: {name}: a control character ({}) in '{}': not accepted in any field",
-                c.escape_unicode(),
-                crate::text::escaped(value, 80)
-            );
+        if let Some(problem) = field_problem(value) {
+            anyhow::bail!("{at}: {name}: {problem}");
         }
     }
     Ok(())

@@ -188,12 +188,8 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     let metadata =
         p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k.as_str())), ("metadata", Some(v.as_str()))]);
     for (field, v) in texts.into_iter().chain(metadata) {
-        let Some(v) = v else { continue };
-        if v.len() > crate::points::row::MAX_FIELD_BYTES {
-            bail!("{at}: {field}: {} bytes, more than a field may hold", v.len());
-        }
-        if v.chars().any(|c| c.is_control() && c != '\t') {
-            bail!("{at}: {field}: a control character in '{}'", crate::text::escaped(v, 80));
+        if let Some(problem) = v.and_then(crate::points::row::field_problem) {
+            bail!("{at}: {field}: {problem}");
         }
     }
     Ok(())
