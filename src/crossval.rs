@@ -105,16 +105,23 @@ fn floor4(r: Ratio) -> String {
     crate::exact::format_scaled(scaled, 4)
 }
 
-fn fold_label(by: HoldOut, p: &Point) -> String {
+fn fold_label(by: HoldOut, p: &Point, policy: &Policy) -> String {
     match by {
-        HoldOut::Size => format!("{} px", p.pixels),
+        HoldOut::Size => format!("{} px", xy(p, policy).0),
         HoldOut::Source => p.source.to_string(),
         HoldOut::Tile => format!("tile {}", p.key.tile),
     }
 }
 
+/// Where a point sits on its line: `(x, demand − clip term)`, and its clip
+/// term (`Policy::fit_coordinates`; a video point: working set and clip copies).
+fn xy(p: &Point, policy: &Policy) -> (u64, u64, u64) {
+    let (x, clip) = policy.fit_coordinates(p).unwrap_or((p.pixels, 0));
+    (x, p.demand_bytes.saturating_sub(clip), clip)
+}
+
 fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
-    let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p)).collect();
+    let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p, policy)).collect();
     let mut out = LineCheck {
         key: line.key.clone(),
         folds: 0,
@@ -129,18 +136,25 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Resu
         return Ok(out);
     }
     for fold in &folds {
-        let (held, train): (Vec<&Point>, Vec<&Point>) = pts.iter().partition(|p| &fold_label(by, p) == fold);
-        let sizes: BTreeSet<u64> = train.iter().map(|p| p.pixels).collect();
+        let (held, train): (Vec<&Point>, Vec<&Point>) = pts.iter().partition(|p| &fold_label(by, p, policy) == fold);
+        let sizes: BTreeSet<u64> = train.iter().map(|p| xy(p, policy).0).collect();
         if sizes.len() < 2 {
             out.skipped.push(format!("{fold}: the rest has {} size(s), 2 are needed to fit", sizes.len()));
             continue;
         }
-        let fp: Vec<FitPoint> = train.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect();
+        let fp: Vec<FitPoint> = train
+            .iter()
+            .map(|p| {
+                let (x, y, _) = xy(p, policy);
+                FitPoint { x, y, id: &p.id }
+            })
+            .collect();
         let env = fit::envelope(&fp).map_err(|e| anyhow!("line {}: {e}", line.key))?;
         let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {}: {e}", line.key))?;
         out.folds += 1;
         for p in held {
-            let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels).map_err(|e| anyhow!("{e}"))?;
+            let (x, _, clip) = xy(p, policy);
+            let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, x).map_err(|e| anyhow!("{e}"))? + clip;
             out.points.push(HeldOut::priced(p, reserve, fold.clone())?);
         }
     }
@@ -285,7 +299,7 @@ fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<Cross
             let copies = host
                 .copies_bytes(p.key.dtype, p.pixels)
                 .ok_or_else(|| anyhow!("point {}: output copies too large", p.id))?;
-            check.points.push(HeldOut::priced(p, line_bytes + copies, fold_label(HoldOut::Tile, p))?);
+            check.points.push(HeldOut::priced(p, line_bytes + copies, format!("tile {}", p.key.tile))?);
         }
         checks.push(finish_check(check)?);
     }

@@ -41,9 +41,11 @@ impl LineKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PricedPoint {
     pub id: Text,
+    /// Where the line prices the point: its pixels (a video point: its working set).
     pub pixels: u64,
     pub demand: u64,
-    /// The line's price at the point's size (None for an insufficient line).
+    /// The line's price at the point's size, plus a video point's clip term
+    /// (None for an insufficient line).
     pub reserve: Option<u64>,
     /// Made on a simulated device (`Point::is_simulated`).
     pub simulated: bool,
@@ -139,7 +141,13 @@ pub fn assemble_groups(groups: &Groups, policy: &Policy) -> Result<Vec<Line>> {
 }
 
 fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
-    let mut sizes: Vec<u64> = pts.iter().map(|p| p.pixels).collect();
+    // (x, clip term) of each point: pixels and 0 for an image line; the
+    // working set and the clip copies for a video one.
+    let coords: Vec<(u64, u64)> = pts
+        .iter()
+        .map(|p| policy.fit_coordinates(p).ok_or_else(|| anyhow!("line {key}, point {}: too large to price", p.id)))
+        .collect::<Result<_>>()?;
+    let mut sizes: Vec<u64> = coords.iter().map(|(x, _)| *x).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let carry = policy.carries.iter().find(|c| c.key == key);
@@ -147,7 +155,11 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
         let r = Rounded { slope_centi: c.slope_centi, base_mib: c.base_mib };
         (LineKind::Carried, Some(r), None, Some(c.reason.clone()))
     } else if sizes.len() >= policy.min_sizes {
-        let fp: Vec<FitPoint> = pts.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect();
+        let fp: Vec<FitPoint> = pts
+            .iter()
+            .zip(&coords)
+            .map(|(p, (x, clip))| FitPoint { x: *x, y: p.demand_bytes.saturating_sub(*clip), id: &p.id })
+            .collect();
         let env = fit::envelope(&fp).map_err(|e| anyhow!("line {key}: {e}"))?;
         let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {key}: {e}"))?;
         (LineKind::Fitted, Some(r), Some(env), None)
@@ -161,14 +173,17 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
     };
     let priced: Vec<PricedPoint> = pts
         .iter()
-        .map(|p| {
+        .zip(&coords)
+        .map(|(p, (x, clip))| {
             let reserve = rounded
-                .map(|r| fit::reserve_bytes(r.slope_centi, r.base_mib, p.pixels))
+                .map(|r| fit::reserve_bytes(r.slope_centi, r.base_mib, *x).map(|b| b.checked_add(*clip)))
                 .transpose()
-                .map_err(|e| anyhow!("line {key}, point {}: {e}", p.id))?;
+                .map_err(|e| anyhow!("line {key}, point {}: {e}", p.id))?
+                .map(|b| b.ok_or_else(|| anyhow!("line {key}, point {}: reservation too large", p.id)))
+                .transpose()?;
             Ok(PricedPoint {
                 id: p.id.clone(),
-                pixels: p.pixels,
+                pixels: *x,
                 demand: p.demand_bytes,
                 reserve,
                 simulated: p.is_simulated(),

@@ -10,24 +10,28 @@
 /// is written in a pretty-printed coefficients file, and, when `field` is
 /// given, the line of that field inside it.
 pub fn coefficients_line(text: &str, key: &str, field: Option<&str>) -> Option<u64> {
-    const FIELDS: [&str; 7] = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"];
     let parts: Vec<&str> = key.split('/').collect();
-    if parts.len() != FIELDS.len() {
-        return None;
+    let [vae, op, tiles, backend, allocator, os, dtype] = parts[..] else { return None };
+    let (tile, temporal_tile) = crate::vocab::parse_tiles(tiles)?;
+    let (tile, temporal_tile) = (tile.to_string(), temporal_tile.map(|t| t.to_string()));
+    let mut want: Vec<(&str, &str)> = vec![("vae", vae), ("op", op), ("tile", &tile)];
+    if let Some(t) = &temporal_tile {
+        want.push(("temporal_tile", t));
     }
+    want.extend([("conv_backend", backend), ("allocator", allocator), ("os", os), ("dtype", dtype)]);
     let lines: Vec<&str> = text.lines().collect();
     let value_of = |line: &str, name: &str| -> Option<String> {
         let rest = line.trim().strip_prefix(&format!("\"{name}\":"))?;
         Some(rest.trim().trim_end_matches(',').trim_matches('"').to_string())
     };
     for (i, line) in lines.iter().enumerate() {
-        if value_of(line, "vae").as_deref() != Some(parts[0]) {
+        if value_of(line, "vae").as_deref() != Some(vae) {
             continue;
         }
         // The key's fields follow `vae` in order, one a line.
-        let window = &lines[i..lines.len().min(i + FIELDS.len())];
-        let matches =
-            FIELDS.iter().zip(&parts).zip(window).all(|((f, want), l)| value_of(l, f).as_deref() == Some(*want));
+        let window = &lines[i..lines.len().min(i + want.len())];
+        let matches = want.len() == window.len()
+            && want.iter().zip(window).all(|((f, v), l)| value_of(l, f).as_deref() == Some(*v));
         if !matches {
             continue;
         }

@@ -15,6 +15,8 @@ use crate::units::mib_text as mib;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
+mod video;
+
 /// How the budget was set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -117,6 +119,9 @@ pub struct Plan {
     pub peak_bytes: Option<u64>,
     /// The tile edge of a `tiled` verdict.
     pub tile: Option<u32>,
+    /// A video run's temporal tile, frames (0: every frame at once; absent for an image VAE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temporal_tile: Option<u32>,
     /// Bytes per item: a frame's canvas, or what one more batch element adds.
     pub per_item_bytes: Option<u64>,
     /// Frames per sub-chunk of the transient step (canvas with `--transient`; null otherwise or host).
@@ -158,6 +163,9 @@ pub struct PricedStep {
     pub batch: u64,
     /// The tile priced (0 = untiled).
     pub tile: u32,
+    /// A video run's temporal tile, frames (0: every frame at once; absent for an image VAE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temporal_tile: Option<u32>,
     /// The reservation, bytes.
     pub bytes: u64,
     /// Whether it fits the budget.
@@ -182,7 +190,8 @@ impl PricedStep {
         PricedStep {
             role,
             batch,
-            tile: p.line.tile,
+            tile: p.spatial_tile(),
+            temporal_tile: p.temporal_tile(),
             bytes: p.bytes,
             fits: p.bytes <= budget,
             rule: p.rule,
@@ -257,6 +266,7 @@ fn finish(workload: &'static str, b: &Budget, items: u64, verdict: Verdict, g: O
         boundaries: g.map(|g| groups(items, g)).unwrap_or_default(),
         peak_bytes: None,
         tile: None,
+        temporal_tile: None,
         per_item_bytes: None,
         subchunk_frames: None,
         transient_verdict: None,
@@ -274,7 +284,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     let mut steps = Vec::new();
     let all = price(n, q.tile)?;
     // The tile that priced it: a tile as large as the image prices untiled.
-    let tile = all.line.tile;
+    let tile = all.spatial_tile();
     let own = if tile == 0 { None } else { Some(tile) };
     steps.push(PricedStep::of(StepRole::All, n, &all, b.bytes));
     let one = if n == 1 { all.clone() } else { price(1, tile)? };
@@ -296,6 +306,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
     if all.bytes <= b.bytes {
         let mut p = finish("vae", b, n, own.map_or(Verdict::Full, |_| Verdict::Tiled), Some(n));
         p.tile = own;
+        p.temporal_tile = all.temporal_tile();
         p.peak_bytes = Some(all.bytes);
         p.per_item_bytes = Some(per_item(&one)?);
         p.reasons.push(format!("all {n} item(s) reserve {} ≤ budget {}", mib(all.bytes), mib(b.bytes)));
@@ -319,6 +330,7 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
         steps.push(PricedStep::of(StepRole::NextGroup, g + 1, &price(g + 1, tile)?, b.bytes));
         let mut p = finish("vae", b, n, own.map_or(Verdict::Chunked, |_| Verdict::Tiled), Some(g));
         p.tile = own;
+        p.temporal_tile = all.temporal_tile();
         p.peak_bytes = Some(group.bytes);
         p.per_item_bytes = Some(per_item(&one)?);
         p.reasons.push(format!(
@@ -352,7 +364,11 @@ fn tiled_or_host(
 ) -> Result<Plan> {
     // A tile as large as the image would price the untiled work again.
     let one_item = Query { batch: 1, ..q.clone() };
-    let search = largest_tile(pricer, &one_item, env, b.bytes, (tile != 0).then_some(tile), tiles)?;
+    let probe = pricer.price(&one_item, env)?;
+    let search = match &probe.video {
+        Some(v) => video::largest_tiles(pricer, &one_item, env, b.bytes, v, tiles)?,
+        None => largest_tile(pricer, &one_item, env, b.bytes, (tile != 0).then_some(tile), tiles)?,
+    };
     for considered in [&search.next_larger, &search.skipped_legacy].into_iter().flatten() {
         steps.push(PricedStep::of(StepRole::Tile, 1, considered, b.bytes));
     }
@@ -361,7 +377,8 @@ fn tiled_or_host(
         Some(chosen) => {
             steps.push(PricedStep::of(StepRole::Tile, 1, chosen, b.bytes));
             let mut p = finish("vae", b, q.batch, Verdict::Tiled, Some(1));
-            p.tile = Some(chosen.line.tile);
+            p.tile = Some(chosen.spatial_tile());
+            p.temporal_tile = chosen.temporal_tile();
             p.peak_bytes = Some(chosen.bytes);
             p
         }
@@ -407,7 +424,7 @@ pub fn tile_candidates(width: u64, height: u64, below: Option<u32>, known: &[u32
 pub const TILE_SEARCH_STEP: u32 = 64;
 
 /// Whether a price rests on the legacy floor's guess rather than on a line.
-fn by_legacy(p: &Price) -> bool {
+pub(crate) fn by_legacy(p: &Price) -> bool {
     matches!(p.rule, Rule::LegacyFloor | Rule::Legacy)
 }
 
@@ -445,7 +462,7 @@ pub fn largest_tile(
             reasons.push(format!(
                 "tile {} is the largest of {} tile edges searched (multiples of {TILE_SEARCH_STEP} px and the \
                  measured tiles) whose price fits: {} ≤ budget {}, by the {}",
-                c.line.tile,
+                c.spatial_tile(),
                 candidates.len(),
                 mib(c.bytes),
                 mib(budget),
@@ -455,15 +472,15 @@ pub fn largest_tile(
                 reasons.push(match n.attention.as_ref().filter(|a| a.wrong_output) {
                     Some(a) => format!(
                         "tile {}: one attention matrix has {}² elements, past the {} limit where SDPA returns wrong output",
-                        n.line.tile, a.sequence, n.line.conv_backend
+                        n.spatial_tile(), a.sequence, n.line.conv_backend
                     ),
-                    None => format!("tile {} reserves {} > budget", n.line.tile, mib(n.bytes)),
+                    None => format!("tile {} reserves {} > budget", n.spatial_tile(), mib(n.bytes)),
                 });
             }
             if let Some(l) = &skipped_legacy {
                 reasons.push(format!(
                     "tile {} fits only by the legacy floor's guess ({}): passed over for a measured or derived price",
-                    l.line.tile,
+                    l.spatial_tile(),
                     mib(l.bytes)
                 ));
             }
@@ -473,7 +490,7 @@ pub fn largest_tile(
             reasons.push(match smallest {
                 Some(s) => format!(
                     "no tile fits: even tile {} reserves {} > budget {}",
-                    s.line.tile,
+                    s.spatial_tile(),
                     mib(s.bytes),
                     mib(budget)
                 ),

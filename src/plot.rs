@@ -71,10 +71,15 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
         let mut pts: Vec<PlotPoint> = points
             .iter()
             .filter(|p| policy.line_key(p) == line.key)
-            .map(|p| PlotPoint {
+            .map(|p| {
+                // A video point sits at its working set, with its demand less the clip copies.
+                let (x, clip) = policy.fit_coordinates(p).unwrap_or((p.pixels, 0));
+                (p, x, p.demand_bytes.saturating_sub(clip))
+            })
+            .map(|(p, x, y)| PlotPoint {
                 id: p.id.to_string(),
-                pixels: p.pixels,
-                demand_bytes: p.demand_bytes,
+                pixels: x,
+                demand_bytes: y,
                 source: p.source.to_string(),
                 aggregate: p.aggregate.map(|a| a.as_str().to_string()),
                 support: support.iter().any(|s| *s == p.id),
@@ -84,7 +89,9 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
         pts.sort_by(|a, b| (a.pixels, &a.id).cmp(&(b.pixels, &b.id)));
         let hi = pts.iter().map(|p| p.pixels).max().unwrap_or(1 << 20);
         let x_max = (hi + hi / 4).max(1 << 20);
-        let legacy = file.legacy.as_ref().and_then(|l| {
+        let video = line.key.temporal_tile.is_some();
+        // The legacy estimator prices image pixels: no band on a working-set axis.
+        let legacy = file.legacy.as_ref().filter(|_| !video).and_then(|l| {
             let k = &line.key;
             let at = |x| crate::pricing::legacy::legacy_bytes(l, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x, 1);
             Some([at(0)?, at(x_max)?])
@@ -93,7 +100,10 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
         out.push(LinePlot {
             key: line.key.clone(),
             kind: line.kind,
-            formula: format!("{slope} B/px · x + {} MiB", r.base_mib),
+            formula: match video {
+                false => format!("{slope} B/px · x + {} MiB", r.base_mib),
+                true => format!("{slope} B/px · x + {} MiB + clip copies", r.base_mib),
+            },
             slope_centi: r.slope_centi,
             base_mib: r.base_mib,
             envelope: line.envelope.as_ref().map(|e| (e.slope, e.base)),

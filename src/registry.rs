@@ -18,6 +18,94 @@ pub struct VaeEntry {
     /// attention phase's sequence length on a math-kernel platform.
     #[serde(default)]
     pub attention: Option<MidBlock>,
+    /// How a video VAE walks a clip (absent for an image VAE): a family
+    /// with these facts is priced in working-set units (docs/DESIGN.md,
+    /// "Video").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoFacts>,
+}
+
+/// How a video VAE's decoder walks time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Walk {
+    /// Temporal tiles of `frames` frames (the host's default) that overlap
+    /// by `overlap`; a query or point may name another temporal tile, and 0
+    /// runs every frame at once.
+    Tiles,
+    /// One causal step at a time, with a cache of the previous step's
+    /// features: `frames` output frames per step, whatever the clip's length.
+    Causal,
+    /// Every frame at once unless a temporal tile is named.
+    All,
+}
+
+impl Walk {
+    pub const ALL: &'static [Walk] = &[Walk::Tiles, Walk::Causal, Walk::All];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Walk::Tiles => "tiles",
+            Walk::Causal => "causal",
+            Walk::All => "all",
+        }
+    }
+}
+
+/// A video VAE's facts: compression, how its decoder walks time, and the
+/// host's default tiles, each with its source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VideoFacts {
+    /// Output pixels per latent pixel along one side.
+    pub spatial: u64,
+    /// Output frames per latent frame.
+    pub temporal: u64,
+    /// How the decoder walks time.
+    pub walk: Walk,
+    /// `tiles`: the default temporal tile, frames; `causal`: output frames
+    /// one step decodes; `all`: 0.
+    pub frames: u64,
+    /// Frames two neighbouring temporal tiles share (`tiles` only; informational).
+    pub overlap: u64,
+    /// The host's default spatial tile edge, pixels (0: untiled by default; informational).
+    pub tile: u32,
+    /// Where the facts come from.
+    pub source: String,
+}
+
+impl VideoFacts {
+    /// The temporal tile a query means: the one it names, else the
+    /// walk's default (`tiles`: the host's tile; otherwise 0).
+    pub fn temporal_tile(&self, asked: Option<u32>) -> u32 {
+        match (self.walk, asked) {
+            (Walk::Causal, _) => 0,
+            (_, Some(t)) => t,
+            (Walk::Tiles, None) => u32::try_from(self.frames).unwrap_or(u32::MAX),
+            (Walk::All, None) => 0,
+        }
+    }
+
+    /// Frames one working set spans: the temporal tile (0: the whole clip),
+    /// or one causal step, clamped to the clip.
+    pub fn working_frames(&self, frames: u64, temporal_tile: u32) -> u64 {
+        let span = match (self.walk, temporal_tile) {
+            (Walk::Causal, _) => self.frames.max(1),
+            (_, 0) => frames,
+            (_, t) => u64::from(t),
+        };
+        span.min(frames).max(1)
+    }
+}
+
+/// Pixels × frames of one spatio-temporal tile: `min(T, w) × min(T, h) ×
+/// working frames × batch` (T = 0: the whole frame). None when it overflows.
+pub fn working_set(width: u64, height: u64, tile: u32, working_frames: u64, batch: u64) -> Option<u64> {
+    let (w, h) = match tile {
+        0 => (width, height),
+        t => (u64::from(t).min(width), u64::from(t).min(height)),
+    };
+    [h, working_frames, batch].into_iter().try_fold(w, u64::checked_mul)
 }
 
 /// The shape of a VAE's mid-block attention: `heads` heads of `head_dim`
@@ -66,5 +154,10 @@ impl Registry {
 
     pub fn params(&self, family: &str) -> Option<u64> {
         self.0.get(family).and_then(|e| e.params)
+    }
+
+    /// The video facts of a family, when it is a video VAE.
+    pub fn video(&self, family: &str) -> Option<&VideoFacts> {
+        self.0.get(family).and_then(|e| e.video.as_ref())
     }
 }

@@ -235,6 +235,29 @@ impl FromStr for Allocator {
     }
 }
 
+/// A line key's tile segment: `512` for an image line; `16f` for a video
+/// line with a 16-frame temporal tile (`0f`: none), and `512x16f` for a
+/// video point that also ran a 512-px spatial tile.
+pub fn tiles_text(tile: u32, temporal_tile: Option<u32>) -> String {
+    match temporal_tile {
+        None => tile.to_string(),
+        Some(t) if tile == 0 => format!("{t}f"),
+        Some(t) => format!("{tile}x{t}f"),
+    }
+}
+
+/// Reads a tile segment as [`tiles_text`] writes it: `(tile, temporal_tile)`.
+pub fn parse_tiles(text: &str) -> Option<(u32, Option<u32>)> {
+    let digits = |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok())?;
+    match text.strip_suffix('f') {
+        None => Some((digits(text)?, None)),
+        Some(rest) => match rest.split_once('x') {
+            None => Some((0, Some(digits(rest)?))),
+            Some((t, tt)) => Some((digits(t)?, Some(digits(tt)?))),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +278,17 @@ mod tests {
         let e = "fp8".parse::<Dtype>().unwrap_err();
         assert_eq!(e.to_string(), "unknown dtype 'fp8' (accepted: fp16, bf16, fp32)");
         assert!("vulkan".parse::<ConvBackend>().unwrap_err().to_string().contains("cudnn, miopen, mps, xpu, cpu"));
+    }
+
+    #[test]
+    fn a_tile_segment_reads_back_as_written_and_nothing_else_reads() {
+        for (tile, tt) in [(0, None), (512, None), (0, Some(0)), (0, Some(16)), (512, Some(32))] {
+            assert_eq!(super::parse_tiles(&super::tiles_text(tile, tt)), Some((tile, tt)));
+        }
+        assert_eq!(super::tiles_text(0, Some(16)), "16f");
+        assert_eq!(super::tiles_text(512, Some(16)), "512x16f");
+        for bad in ["", "f", "x16f", "512x", "512xf", "-1", "16 f", "1.5f", "99999999999f", "16F"] {
+            assert_eq!(super::parse_tiles(bad), None, "{bad}");
+        }
     }
 }

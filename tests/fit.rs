@@ -277,11 +277,9 @@ fn python_refit_and_shipped(root: &Path) -> (BTreeMap<String, serde_json::Value>
     let shipped: serde_json::Value = serde_json::from_slice(&fs::read(root.join("fits/vae.json")).unwrap()).unwrap();
     let mut rust = BTreeMap::new();
     for l in shipped["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
-        let key = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"]
-            .iter()
-            .map(|k| l[*k].as_str().map(str::to_string).unwrap_or_else(|| l[*k].to_string()))
-            .collect::<Vec<_>>()
-            .join("/");
+        // The key as vramfit writes it (a video line's tile segment: `16f`).
+        let key: vramfit::points::LineKey = serde_json::from_value(l.clone()).unwrap();
+        let key = key.to_string();
         rust.insert(key, serde_json::json!([l["slope"], l["base_mib"]]));
     }
     (py, rust)

@@ -46,6 +46,8 @@ fn answers(text: &str) -> Option<Vec<String>> {
                                     width: w,
                                     height: w,
                                     batch,
+                                    frames: 1,
+                                    temporal_tile: None,
                                     dtype: Some(dtype),
                                     loaded_dtype: Some(Dtype::Fp16),
                                     fp32: None,

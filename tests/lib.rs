@@ -25,5 +25,6 @@ mod shell;
 mod snapshots;
 mod streams;
 mod verify;
+mod video;
 mod walkthrough;
 mod writers;

@@ -288,9 +288,16 @@ fn bad_budgets_are_usage_errors() {
         assert_eq!(code, 2, "{args:?}");
         assert!(err.contains(expect), "{args:?}: {err}");
     }
+    // --frames on an image VAE: only a video family decodes frames.
     let (code, _, err) = plan(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--frames", "3", "--free", "1GiB"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--frames, --upscale, --channels and --transient are for `plan canvas`"), "{err}");
+    assert!(err.contains("'sd' is an image VAE; only a video family decodes frames"), "{err}");
+    let (code, _, err) = plan(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--upscale", "2", "--free", "1GiB"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--upscale, --channels and --transient are for `plan canvas`"), "{err}");
+    let (code, _, err) = plan(&["canvas", "640x480", "--frames", "4", "--temporal-tile", "8", "--free", "1GiB"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--temporal-tile") && err.contains("mean nothing to `plan canvas`"), "{err}");
     // And the other way: options that price a VAE mean nothing to a canvas.
     for extra in [&["--dtype", "fp16"][..], &["--backend", "miopen"], &["--tile", "512"], &["--batch", "2"]] {
         let mut a = vec!["canvas", "640x480", "--frames", "4", "--free", "1GiB"];

@@ -30,6 +30,10 @@ struct Q {
     env: Vec<(&'static str, String)>,
     /// `--host` (None: the file's default host).
     host: Option<String>,
+    /// `--frames` (a video family's clip; 1 for an image).
+    frames: u64,
+    /// `--temporal-tile` (None: the family's own walk).
+    temporal_tile: Option<u32>,
     /// The words both refusals must contain, for a query that must fail.
     refused: Option<&'static str>,
 }
@@ -53,6 +57,12 @@ impl Q {
         if let Some(h) = &self.host {
             a.extend(["--host".into(), h.clone()]);
         }
+        if self.frames != 1 {
+            a.extend(["--frames".into(), self.frames.to_string()]);
+        }
+        if let Some(t) = self.temporal_tile {
+            a.extend(["--temporal-tile".into(), t.to_string()]);
+        }
         a
     }
 
@@ -64,7 +74,7 @@ impl Q {
             "kw": {
                 "batch": self.batch, "tile": self.tile, "dtype": self.dtype, "loaded_dtype": self.loaded,
                 "fp32": self.fp32, "backend": self.backend, "allocator": self.allocator, "os": self.os,
-                "host": self.host,
+                "host": self.host, "frames": self.frames, "temporal_tile": self.temporal_tile,
             },
         })
     }
@@ -146,6 +156,20 @@ fn queries() -> Vec<Q> {
                     _ => None,
                 };
                 let (width, height) = if pick.next().is_multiple_of(3) { (s, s / 2 + 8) } else { (s, s) };
+                // A video key: clips of several lengths, its own temporal tile or another.
+                let (frames, temporal_tile) = match key.temporal_tile {
+                    None => (1, None),
+                    Some(t) => (
+                        *pick.of(&[1, 9, 33, 81, 121, 241]),
+                        *pick.of(&[Some(t), Some(t), None, Some(0), Some(8), Some(32)]),
+                    ),
+                };
+                let walk_is_causal = file
+                    .registry
+                    .get(key.vae.as_str())
+                    .and_then(|e| e.video.as_ref())
+                    .is_some_and(|v| v.walk == vramfit::registry::Walk::Causal);
+                let temporal_tile = if walk_is_causal { None } else { temporal_tile };
                 out.push(Q {
                     model: pick.of(&models).clone(),
                     op: key.op.as_str(),
@@ -165,6 +189,8 @@ fn queries() -> Vec<Q> {
                     os,
                     env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
                     host,
+                    frames,
+                    temporal_tile,
                     refused: None,
                 });
             }
@@ -175,8 +201,21 @@ fn queries() -> Vec<Q> {
     for _ in 0..600 {
         let (allocator, var) = *pick.of(ALLOCATORS);
         let s = *pick.of(&[256u64, 512, 768, 1024, 2048, 4096]);
+        let model = pick.of(&names).clone();
+        let video = file
+            .registry
+            .iter()
+            .find(|(f, e)| **f == model || e.models.contains(&model))
+            .and_then(|(_, e)| e.video.as_ref());
+        let (frames, temporal_tile) = match video {
+            None => (1, None),
+            Some(v) => (
+                *pick.of(&[1, 17, 49, 121]),
+                if v.walk == vramfit::registry::Walk::Causal { None } else { *pick.of(&[None, Some(0), Some(16)]) },
+            ),
+        };
         out.push(Q {
-            model: pick.of(&names).clone(),
+            model,
             op: if pick.next().is_multiple_of(2) { "decode" } else { "encode" },
             width: s,
             height: s,
@@ -190,6 +229,8 @@ fn queries() -> Vec<Q> {
             os: pick.of(OSES).to_string(),
             env: var.map(|(k, v)| vec![(k, v.to_string())]).unwrap_or_default(),
             host: None,
+            frames,
+            temporal_tile,
             refused: None,
         });
     }
@@ -212,6 +253,8 @@ fn queries() -> Vec<Q> {
                     os: "linux".into(),
                     env: vec![],
                     host: None,
+                    frames: 1,
+                    temporal_tile: None,
                     refused: (model == "flux1").then_some("SD nodes' switch"),
                 });
             }
@@ -234,6 +277,8 @@ fn queries() -> Vec<Q> {
         os: "linux".into(),
         env: vec![],
         host: None,
+        frames: 1,
+        temporal_tile: None,
         refused: Some(words),
     };
     out.push(refuse("sdxxl", 0, Some("fp16"), None, None, "unknown vae or model"));
@@ -242,6 +287,17 @@ fn queries() -> Vec<Q> {
     out.push(refuse("sdxl", 0, None, None, None, "say which dtype the VAE runs in"));
     out.push(refuse("sdxl", 0, Some("fp16"), None, Some(true), "contradicts"));
     out.push(refuse("cogview4", 0, Some("fp32"), Some("fp16"), None, "no weight count"));
+    // Frames and temporal tiles where they mean nothing.
+    out.push(Q { frames: 9, ..refuse("sdxl", 0, Some("fp16"), None, None, "is an image VAE") });
+    out.push(Q {
+        temporal_tile: Some(16),
+        ..refuse("flux1", 0, Some("bf16"), None, None, "only a video family has a temporal tile")
+    });
+    out.push(Q {
+        frames: 81,
+        temporal_tile: Some(16),
+        ..refuse("wan", 0, Some("bf16"), None, None, "takes no temporal tile")
+    });
     out
 }
 
@@ -280,6 +336,7 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
     let host = EnvSnapshot::from_process().host_os;
     let mut rules = std::collections::BTreeSet::new();
     let mut refusals = 0;
+    let mut videos = 0;
     for (q, answer) in qs.iter().zip(&answers) {
         let env = EnvSnapshot { vars: q.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), host_os: host };
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -291,6 +348,9 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
                 let cli: Value = serde_json::from_slice(&out).unwrap();
                 assert_eq!(&cli, py, "{q:?}");
                 rules.insert(cli["rule"].as_str().unwrap().to_string());
+                if q.frames > 1 {
+                    videos += 1;
+                }
             }
             (2, None, Some(Value::String(py))) => {
                 // The same refusal, word for word.
@@ -304,6 +364,7 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
         }
     }
     assert!(refusals >= 20, "{refusals} refusals of {}", qs.len());
+    assert!(videos >= 100, "{videos} video answers of {}", qs.len());
     // Every rule the pricer has (but `--legacy`'s) was exercised.
     let all = [
         "fitted-line",
@@ -313,6 +374,7 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
         "derived-tile",
         "attention-phase",
         "legacy-floor",
+        "video-estimate",
     ];
     let shipped_kinds: Vec<String> = vramfit::coefficients::load(&coefficients_path())
         .unwrap()

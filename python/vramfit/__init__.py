@@ -79,6 +79,7 @@ _RULE_TEXT = {
     "derived-tile": "derived tile",
     "attention-phase": "attention phase",
     "legacy-floor": "legacy floor",
+    "video-estimate": "video estimate",
 }
 
 
@@ -151,7 +152,7 @@ def _allocator(given):
 
 @dataclass(frozen=True)
 class LineKey:
-    """The seven fields that name a line."""
+    """The seven fields that name a line, and a video family's temporal tile."""
 
     vae: str
     op: str
@@ -160,20 +161,35 @@ class LineKey:
     allocator: str
     os: str
     dtype: str
+    #: A video line's temporal tile in frames (0: none); None for an image family.
+    temporal_tile: Optional[int] = None
+
+    def tiles_text(self):
+        """``512`` for an image line, ``16f`` for a video line (``512x16f`` with a spatial tile)."""
+        if self.temporal_tile is None:
+            return "%d" % self.tile
+        if self.tile == 0:
+            return "%df" % self.temporal_tile
+        return "%dx%df" % (self.tile, self.temporal_tile)
 
     def __str__(self):
-        return "%s/%s/%d/%s/%s/%s/%s" % (
-            self.vae, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype)
+        return "%s/%s/%s/%s/%s/%s/%s" % (
+            self.vae, self.op, self.tiles_text(), self.conv_backend, self.allocator, self.os, self.dtype)
 
     def sort_key(self):
         """vramfit's order of keys (family by code point, then each vocabulary in its own order)."""
         o = _ORDER
-        return (self.vae, o["op"][self.op], self.tile, o["conv_backend"][self.conv_backend],
+        tt = (0, 0) if self.temporal_tile is None else (1, self.temporal_tile)
+        return (self.vae, o["op"][self.op], self.tile, tt, o["conv_backend"][self.conv_backend],
                 o["allocator"][self.allocator], o["os"][self.os], o["dtype"][self.dtype])
 
     def to_dict(self):
-        return {"vae": self.vae, "op": self.op, "tile": self.tile, "conv_backend": self.conv_backend,
-                "allocator": self.allocator, "os": self.os, "dtype": self.dtype}
+        d = {"vae": self.vae, "op": self.op, "tile": self.tile}
+        if self.temporal_tile is not None:
+            d["temporal_tile"] = self.temporal_tile
+        d.update({"conv_backend": self.conv_backend, "allocator": self.allocator, "os": self.os,
+                  "dtype": self.dtype})
+        return d
 
 
 @dataclass(frozen=True)
@@ -247,6 +263,10 @@ class Reservation:
     #: ``source``, ``sequence``, ``heads``, ``score_bytes``, ``held_bytes``, ``phase_bytes``,
     #: ``line_phase_bytes``, ``line_rule``, ``wrong_output``; the price is the larger phase.
     attention: Optional[dict]
+    #: A video family's terms: ``frames``, ``tile``, ``temporal_tile``, ``walk``,
+    #: ``temporal_compression``, ``working_frames``, ``working_set``, ``clip_copies``,
+    #: ``clip_bytes``, ``estimate`` (``host``, ``bytes``, ``source``; or None).
+    video: Optional[dict]
     #: What a user should read (extrapolation, unmeasured keys, …).
     warnings: List[str]
     #: Which coefficients priced it.
@@ -280,6 +300,7 @@ class Reservation:
             "tile_asked": self.tile_asked,
             "tiled": dict(self.tiled) if self.tiled else None,
             "attention": dict(self.attention) if self.attention else None,
+            **({"video": dict(self.video)} if self.video else {}),
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
         }
@@ -349,10 +370,12 @@ class Coefficients:
         self.legacy = data.get("legacy")
         self.tiling = data.get("tiling")
         self.attention = data.get("attention")
+        self.video = data.get("video")
 
     @staticmethod
     def _key(l, where):
-        return LineKey(*(_key_field(l, f, where) for f in ("vae", "op", "tile", "conv_backend", "allocator", "os", "dtype")))
+        fields = (_key_field(l, f, where) for f in ("vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"))
+        return LineKey(*fields, temporal_tile=l.get("temporal_tile"))
 
     # -- the query's key ----------------------------------------------------
 
@@ -516,7 +539,7 @@ class Coefficients:
         if own is not None:
             candidates.append(("carried-line" if own.carried else "fitted-line", key, own))
         if key.os != "any":
-            any_key = LineKey(key.vae, key.op, key.tile, key.conv_backend, key.allocator, "any", key.dtype)
+            any_key = _replace(key, os="any")
             c = self.lines.get(any_key)
             if c is not None:
                 candidates.append(("any-os-line", any_key, c))
@@ -527,9 +550,130 @@ class Coefficients:
                 best = (rule, k, c, b)
         return best
 
+    def _temporal_tile(self, family, frames, temporal_tile):
+        """The key's temporal tile: None for an image family, else the one asked or the walk's default."""
+        facts = self.registry.get(family, {}).get("video")
+        if facts is None:
+            if frames != 1:
+                raise ValueError("--frames %d: '%s' is an image VAE; only a video family decodes frames"
+                                 % (frames, family))
+            if temporal_tile:
+                raise ValueError("--temporal-tile %d: '%s' is an image VAE; only a video family has a temporal tile"
+                                 % (temporal_tile, family))
+            return None
+        if facts["walk"] == "causal":
+            if temporal_tile:
+                raise ValueError("--temporal-tile %d: '%s' decodes one causal step of %d frame(s) at a time and "
+                                 "takes no temporal tile" % (temporal_tile, family, facts["frames"]))
+            return 0
+        if temporal_tile is not None:
+            return temporal_tile
+        return facts["frames"] if facts["walk"] == "tiles" else 0
+
+    @staticmethod
+    def _working_frames(facts, frames, temporal_tile):
+        if facts["walk"] == "causal":
+            span = max(facts["frames"], 1)
+        elif temporal_tile == 0:
+            span = frames
+        else:
+            span = temporal_tile
+        return max(min(span, frames), 1)
+
+    @staticmethod
+    def _estimate_bytes(e, facts, width, height, frames, batch, tile, temporal_tile, elem):
+        if e["when"] == "tiled" and tile == 0 or e["when"] == "untiled" and tile != 0:
+            return None
+        if frames < e["min_clip"] or (e["max_clip"] and frames > e["max_clip"]):
+            return None
+        counted = {
+            "one": 1,
+            "clip": frames,
+            "latent": (frames - 1) // max(facts["temporal"], 1) + 1,
+            "tile": (max(facts["frames"], 1) if facts["walk"] == "causal"
+                     else frames if temporal_tile == 0 else temporal_tile),
+        }[e["frames"]]
+        counted = max(counted, e["min_frames"])
+        if e["max_frames"]:
+            counted = min(counted, e["max_frames"])
+        area = width * height if tile == 0 else min(tile, width) * min(tile, height)
+        factor = Fraction(str(e["tile_factor"])) if tile else Fraction(1)
+        work = Fraction(str(e["per_element"])) * factor * elem * area * counted * batch
+        clip = Fraction(str(e["clip_copies"])) * 3 * elem * width * height * frames * batch
+        total = e["base_mib"] * MIB + _ceil(work) + _ceil(clip)
+        if total > _U64:
+            raise ValueError("the %s estimate is too large to price" % e["host"])
+        return total
+
+    def _reserve_video(self, key, facts, width, height, frames, batch, tile, growth):
+        """A video key's price: (rule, priced_by, coef, line_bytes, legacy, total, video terms)."""
+        if frames <= 0:
+            raise ValueError("--frames must be positive")
+        elem = _ELEM[key.dtype]
+        wf = self._working_frames(facts, frames, key.temporal_tile)
+        area = width * height if tile == 0 else min(tile, width) * min(tile, height)
+        working_set = area * wf * batch
+        copies_text = "0" if self.video is None else str(self.video["%s_clip_copies" % key.op])
+        clip_bytes = _ceil(Fraction(copies_text) * 3 * elem * width * height * frames * batch)
+        if working_set > _U64 or clip_bytes > _U64:
+            raise ValueError("%dx%d × %d frames × batch %d is too large to price" % (width, height, frames, batch))
+        estimate = None
+        measured = self._measured_line(key, working_set)
+        legacy = None
+        if measured is not None:
+            rule, priced_by, coef, line_bytes = measured
+            total = line_bytes + clip_bytes
+        else:
+            best = None
+            for k, c in self.ordered:
+                if k.vae != key.vae or k.op != key.op or k.tile != 0:
+                    continue
+                same_platform = (k.conv_backend == key.conv_backend and k.allocator == key.allocator
+                                 and k.os in (key.os, "any"))
+                if k.dtype == key.dtype or same_platform:
+                    b = c.at(working_set)
+                    if best is None or b > best[2]:
+                        best = (k, c, b)
+            for e in (self.video or {}).get("estimates", []):
+                if e["vae"] != key.vae or e["op"] != key.op:
+                    continue
+                b = self._estimate_bytes(e, facts, width, height, frames, batch, tile, key.temporal_tile, elem)
+                if b is not None and (estimate is None or b > estimate["bytes"]):
+                    estimate = {"host": e["host"], "bytes": b, "source": e["source"]}
+            priced_by, coef, line_bytes = best if best is not None else (None, None, None)
+            line_total = None if best is None else best[2] + clip_bytes
+            if line_total is not None and (estimate is None or line_total >= estimate["bytes"]):
+                rule, total = "unmeasured-rule", line_total
+            elif estimate is not None:
+                rule, total = "video-estimate", estimate["bytes"]
+            else:
+                legacy = self._legacy_at(_replace(key, tile=0), working_set, batch)
+                if legacy is None:
+                    raise ValueError("no line, no declared estimate and no legacy value for %s" % key)
+                rule, total = "legacy-floor", legacy
+        if total > _U64:
+            raise ValueError("reservation too large")
+        terms = {
+            "frames": frames,
+            "tile": tile,
+            "temporal_tile": key.temporal_tile,
+            "walk": facts["walk"],
+            "temporal_compression": facts["temporal"],
+            "working_frames": wf,
+            "working_set": working_set,
+            "clip_copies": copies_text,
+            "clip_bytes": clip_bytes,
+            "estimate": estimate,
+        }
+        return rule, priced_by, coef, line_bytes, legacy, total, terms
+
     def reserve(self, model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0,
-                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None):
+                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None, frames=1,
+                temporal_tile=None):
         """Prices one query; see :func:`reserve`."""
+        for name, v in (("frames", frames), ("temporal_tile", 0 if temporal_tile is None else temporal_tile)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError("%s: expected a non-negative integer, got %r" % (name, v))
         for name, v in (("width", width), ("height", height), ("batch", batch), ("tile", tile)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError("%s: expected an integer, got %r" % (name, v))
@@ -547,6 +691,7 @@ class Coefficients:
 
         tile_priced = self._effective_tile(tile, width, height)
         family = self.family(model)
+        key_tt = self._temporal_tile(family, frames, temporal_tile)
         run = self._run_dtype(family, run_given, loaded_given, fp32)
         if os_choice is not None:
             os_d = Detected(os_choice, "flag")
@@ -560,13 +705,17 @@ class Coefficients:
         else:
             alloc_d = self.detect_allocator(backend, os_d.value, env)
         key_os = os_d.value if self._is_os_specific(backend, alloc_d.value) else "any"
-        key = LineKey(family, op, tile_priced, backend, alloc_d.value, key_os, run.value)
+        key_tile = tile_priced if key_tt is None else 0  # a video line's spatial tile is in its working set
+        key = LineKey(family, op, key_tile, backend, alloc_d.value, key_os, run.value, temporal_tile=key_tt)
 
         pixels = width * height * batch
         if pixels > MAX_PIXELS:
             raise ValueError("%dx%d × batch %d is too large to price" % (width, height, batch))
         loaded = loaded_given or run.value
         growth = self._growth(family, run.value, loaded)
+        if key_tt is not None:
+            return _answer_video(self, key, width, height, frames, batch, tile, tile_priced, growth, pixels, run,
+                                      loaded, alloc_d, os_d)
         tile_on = self._tile_on(key, width, height, batch, pixels, host)
         measured = self._measured_line(key, pixels)
         derived = False
@@ -692,9 +841,83 @@ class Coefficients:
             tile_asked=tile_asked,
             tiled=tiled,
             attention=attention,
+            video=None,
             warnings=warnings,
             coefficients=self.source,
         )
+
+
+def _ceil(f):
+    return -(-f.numerator // f.denominator)
+
+
+def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, growth, pixels, run, loaded, alloc_d,
+                  os_d):
+    """A video query's :class:`Reservation` (see ``Coefficients.reserve``)."""
+    facts = self.registry[key.vae]["video"]
+    rule, priced_by, coef, line_bytes, legacy, total, terms = self._reserve_video(
+        key, facts, width, height, frames, batch, tile_priced, growth)
+    final = total + growth
+    if final > _U64:
+        raise ValueError("reservation too large")
+    size_range = coef.size_range if coef is not None else None
+    at = terms["working_set"]
+    extrapolated = rule not in ("legacy-floor", "video-estimate") and size_range is not None and not (
+        size_range[0] <= at <= size_range[1])
+    tile_asked = tile if tile != tile_priced else None
+    warnings = []
+    if tile_asked is not None:
+        warnings.append("tile %d covers the whole %dx%d image: tiling does nothing, so it is priced untiled"
+                        % (tile, width, height))
+    if extrapolated:
+        warnings.append("%d px lies outside the measured range of %s (%d–%d px): the line is extrapolated"
+                        % (at, priced_by, size_range[0], size_range[1]))
+    if rule == "video-estimate":
+        warnings.append("no line measured for %s: priced by %s's published video estimate (its source: `estimate`)"
+                        % (key, terms["estimate"]["host"]))
+    elif rule in ("unmeasured-rule", "legacy-floor"):
+        warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
+    if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
+        warnings.append(
+            "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
+            "another dtype's measured line of the same VAE (the demand does not follow the element size)"
+            % (priced_by, priced_by.dtype, key.dtype))
+    if key.vae not in self.measured_families:
+        warnings.append(
+            "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
+            "previous estimator's guess, not a measurement" % key.vae)
+    if coef is not None and coef.simulated_points > 0:
+        warnings.append(
+            "%s rests on %d point(s) made on a simulated device (ingested with --allow-simulated): a memory "
+            "model's figures, not measurements" % (priced_by or key, coef.simulated_points))
+    if rule == "any-os-line":
+        warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
+                        % priced_by)
+    return Reservation(
+        bytes=final,
+        mib=-(-final // MIB),
+        rule=rule,
+        line=key,
+        priced_by=priced_by,
+        slope=_slope_text(coef.slope_centi) if coef is not None else None,
+        base_mib=coef.base_mib if coef is not None else None,
+        pixels=pixels,
+        line_bytes=line_bytes,
+        weight_growth_bytes=growth,
+        legacy_bytes=legacy,
+        extrapolated=extrapolated,
+        size_range=size_range,
+        run_dtype=run,
+        loaded_dtype=loaded,
+        allocator=alloc_d,
+        os=os_d,
+        tile_asked=tile_asked,
+        tiled=None,
+        attention=None,
+        video=terms,
+        warnings=warnings,
+        coefficients=self.source,
+    )
 
 
 def _host_os():
@@ -732,7 +955,8 @@ def bundled():
 
 
 def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0, backend="cudnn",
-            allocator="auto", os="auto", fp32=None, coefficients=None, env=None, host=None):
+            allocator="auto", os="auto", fp32=None, coefficients=None, env=None, host=None, frames=1,
+            temporal_tile=None):
     """What this VAE decode or encode reserves, as ``vramfit reserve`` answers.
 
     ``model`` is a family (``sd``) or a model name (``sdxl``); ``op`` is
@@ -750,10 +974,15 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
     line of its own is priced from its platform's untiled line at one tile
     plus ``host``'s copies of the output (``diffusers`` by default,
     ``invokeai-flux``, ``comfyui``: the coefficients' ``tiling.hosts``).
+    ``frames`` is a video VAE's clip length (1 for an image) and
+    ``temporal_tile`` its temporal tile in frames (None: the family's own
+    walk; 0: every frame at once); a video answer's ``video`` holds the
+    working set, the clip copies and any host estimate consulted.
     """
     c = coefficients if coefficients is not None else bundled()
     return c.reserve(model, op, width, height, dtype=dtype, loaded_dtype=loaded_dtype, batch=batch, tile=tile,
-                     backend=backend, allocator=allocator, os=os, fp32=fp32, env=env, host=host)
+                     backend=backend, allocator=allocator, os=os, fp32=fp32, env=env, host=host, frames=frames,
+                     temporal_tile=temporal_tile)
 
 
 def _fraction(value, name):

@@ -217,6 +217,13 @@ pub(super) struct QueryFlags {
     /// Tile edge in pixels (0 = untiled; a multiple of 8).
     #[arg(long, default_value_t = 0)]
     pub(super) tile: u32,
+    /// Frames of the clip: a video VAE's (default 1); for `plan canvas`, frames of uint8.
+    #[arg(long)]
+    pub(super) frames: Option<u64>,
+    /// A video decode's temporal tile in frames (0 = every frame at once;
+    /// default: the family's own walk).
+    #[arg(long, value_name = "FRAMES")]
+    pub(super) temporal_tile: Option<u32>,
     /// Whose tiled decode a tile without a line of its own is priced for:
     /// diffusers, invokeai-flux or comfyui (the policy's hosts; default diffusers).
     #[arg(long)]
@@ -284,9 +291,6 @@ pub(super) struct PlanArgs {
     /// Upper bound on the budget (bytes, KiB/MiB/GiB, K/M/G).
     #[arg(long, allow_hyphen_values = true)]
     pub(super) cap: Option<String>,
-    /// (canvas) Frames in the clip.
-    #[arg(long)]
-    pub(super) frames: Option<u64>,
     /// (canvas) Upscale factor of each frame.
     #[arg(long, default_value_t = 1)]
     pub(super) upscale: u64,

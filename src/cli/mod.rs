@@ -262,6 +262,8 @@ fn query_options(
         width,
         height,
         batch: a.batch,
+        frames: a.frames.unwrap_or(1),
+        temporal_tile: a.temporal_tile,
         dtype: a.dtype,
         loaded_dtype: a.loaded_dtype,
         fp32: a.fp32,
@@ -305,6 +307,7 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
             ("--loaded-dtype", f.loaded_dtype.is_some()),
             ("--fp32", f.fp32.is_some()),
             ("--tile", f.tile != 0),
+            ("--temporal-tile", f.temporal_tile.is_some()),
             ("--host", f.host.is_some()),
             ("--backend", f.backend != crate::vocab::ConvBackend::Cudnn),
             ("--allocator", f.allocator.trim() != "auto"),
@@ -328,7 +331,7 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
             .transpose()?;
         plan::Work::Canvas {
             size: crate::units::parse_size(&w[1])?,
-            frames: a.frames,
+            frames: f.frames,
             upscale: a.upscale,
             channels: a.channels,
             transient,
@@ -337,9 +340,10 @@ fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Result<plan::Pl
         if w.len() != 3 {
             anyhow::bail!("usage: vramfit plan MODEL OP WxH [--batch N …] (or plan canvas WxH …)");
         }
-        if a.frames.is_some() || a.transient.is_some() || a.upscale != 1 || a.channels != 3 {
+        if a.transient.is_some() || a.upscale != 1 || a.channels != 3 {
             anyhow::bail!(
-                "--frames, --upscale, --channels and --transient are for `plan canvas`; a VAE plan counts items with --batch"
+                "--upscale, --channels and --transient are for `plan canvas`; a VAE plan counts items with --batch \
+                 (and a video VAE's clip with --frames)"
             );
         }
         plan::Work::Vae(query_options(&w[0], w[1].parse()?, &w[2], &a.flags, root)?)

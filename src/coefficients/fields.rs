@@ -28,18 +28,23 @@ impl Difference {
 
 const KEY_FIELDS: [&str; 7] = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"];
 
-/// The line key an array element stands for, when it has all seven fields.
+/// The line key an array element stands for, when it has all seven fields,
+/// written as [`crate::points::LineKey`]'s Display writes it (a video
+/// line's `temporal_tile` joins the tile segment: `16f`).
 fn line_key(v: &Value) -> Option<String> {
     let o = v.as_object()?;
-    let parts: Option<Vec<String>> = KEY_FIELDS
+    let mut parts: Vec<String> = KEY_FIELDS
         .iter()
         .map(|k| match o.get(*k)? {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
             _ => None,
         })
-        .collect();
-    Some(parts?.join("/"))
+        .collect::<Option<_>>()?;
+    if let Some(t) = o.get("temporal_tile").and_then(Value::as_u64) {
+        parts[2] = if parts[2] == "0" { format!("{t}f") } else { format!("{}x{t}f", parts[2]) };
+    }
+    Some(parts.join("/"))
 }
 
 /// Every difference between `expected` and `found`, in path order.

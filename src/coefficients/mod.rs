@@ -69,6 +69,9 @@ pub struct CoefficientsFile {
     pub tiling: Option<Tiling>,
     /// The attention phase of math-kernel platforms (null: none declared).
     pub attention: Option<Attention>,
+    /// Video families' clip copies and hosts' estimates (absent: none declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<crate::policy::video::VideoPolicy>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
 }
@@ -237,6 +240,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
         tiles: policy.tiles.clone(),
         tiling: policy.tiling.clone(),
         attention: policy.attention.clone(),
+        video: policy.video.clone(),
         digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }

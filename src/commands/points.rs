@@ -75,10 +75,13 @@ fn parse_key(text: &str, policy: &Policy) -> Result<LineKey> {
     let family = policy.registry.resolve(vae).ok_or_else(|| {
         part("vae", &format!("unknown vae or model '{vae}' (registered: {})", policy.registry.describe()))
     })?;
+    let (tile, temporal_tile) = LineKey::parse_tiles(tile.trim())
+        .ok_or_else(|| part("tile", &format!("'{tile}' is not a tile (512, or 16f / 512x16f for a video line)")))?;
     Ok(LineKey {
         vae: family.into(),
         op: op.parse().map_err(|e| part("op", &e))?,
-        tile: tile.trim().parse().map_err(|_| part("tile", &format!("'{tile}' is not a non-negative integer")))?,
+        tile,
+        temporal_tile,
         conv_backend: backend.parse().map_err(|e| part("conv_backend", &e))?,
         allocator: allocator.parse().map_err(|e| part("allocator", &e))?,
         os: os.parse().map_err(|e| part("os", &e))?,

@@ -27,6 +27,10 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
     out.extend_from_slice(k.op.as_str().as_bytes());
     out.extend_from_slice(b"\",\"tile\":");
     write_u64(out, u64::from(k.tile));
+    if let Some(t) = k.temporal_tile {
+        out.extend_from_slice(b",\"temporal_tile\":");
+        write_u64(out, u64::from(t));
+    }
     out.extend_from_slice(b",\"conv_backend\":\"");
     out.extend_from_slice(k.conv_backend.as_str().as_bytes());
     out.extend_from_slice(b"\",\"allocator\":\"");
@@ -39,13 +43,17 @@ pub fn write_point(out: &mut Vec<u8>, p: &Point) {
     opt(out, p.model.as_deref(), string);
     out.extend_from_slice(b",\"loaded_dtype\":");
     opt(out, p.loaded_dtype.map(|d| d.as_str()), string);
-    for (name, v) in [
-        (&b",\"width\":"[..], p.width),
-        (b",\"height\":", p.height),
-        (b",\"batch\":", p.batch),
-        (b",\"pixels\":", p.pixels),
-        (b",\"demand_bytes\":", p.demand_bytes),
-    ] {
+    for (name, v) in [(&b",\"width\":"[..], p.width), (b",\"height\":", p.height)] {
+        out.extend_from_slice(name);
+        write_u64(out, v);
+    }
+    if p.frames != 1 {
+        out.extend_from_slice(b",\"frames\":");
+        write_u64(out, p.frames);
+    }
+    for (name, v) in
+        [(&b",\"batch\":"[..], p.batch), (b",\"pixels\":", p.pixels), (b",\"demand_bytes\":", p.demand_bytes)]
+    {
         out.extend_from_slice(name);
         write_u64(out, v);
     }
@@ -135,6 +143,10 @@ pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
     let op = c.vocab(Op::ALL, Op::as_str)?;
     c.lit(b",\"tile\":")?;
     let tile = u32::try_from(c.number()?).ok()?;
+    let temporal_tile = match c.maybe(b",\"temporal_tile\":") {
+        true => Some(u32::try_from(c.number()?).ok()?),
+        false => None,
+    };
     c.lit(b",\"conv_backend\":")?;
     let conv_backend = c.vocab(ConvBackend::ALL, ConvBackend::as_str)?;
     c.lit(b",\"allocator\":")?;
@@ -152,6 +164,11 @@ pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
     sizes[0] = c.number()?;
     c.lit(b",\"height\":")?;
     sizes[1] = c.number()?;
+    // Written only when not 1: a stored 1 is not canonical.
+    let frames = match c.maybe(b",\"frames\":") {
+        true => Some(c.number()?).filter(|f| *f != 1)?,
+        false => 1,
+    };
     c.lit(b",\"batch\":")?;
     sizes[2] = c.number()?;
     c.lit(b",\"pixels\":")?;
@@ -190,11 +207,12 @@ pub fn read_point(line: &str, texts: &mut Interners) -> Option<Point> {
     let [width, height, batch, pixels, demand_bytes] = sizes;
     Some(Point {
         id,
-        key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
+        key: LineKey { vae, op, tile, temporal_tile, conv_backend, allocator, os, dtype },
         model,
         loaded_dtype,
         width,
         height,
+        frames,
         batch,
         pixels,
         demand_bytes,
@@ -222,6 +240,15 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// A fixed byte string; its length is a constant, so the comparison
     /// compiles to a few word compares instead of a `memcmp` call.
+    /// Steps over `l` when the text continues with it.
+    fn maybe<const N: usize>(&mut self, l: &[u8; N]) -> bool {
+        let found = self.s[self.at..].starts_with(l);
+        if found {
+            self.at += N;
+        }
+        found
+    }
+
     fn lit<const N: usize>(&mut self, l: &[u8; N]) -> Option<()> {
         let end = self.at + N;
         let got: &[u8; N] = self.s.get(self.at..end)?.try_into().ok()?;
@@ -308,6 +335,7 @@ mod tests {
                 vae: Text::from("sdxl"),
                 op: Op::Encode,
                 tile: 512,
+                temporal_tile: None,
                 conv_backend: ConvBackend::Miopen,
                 allocator: Allocator::CudaMallocAsync,
                 os: Os::Windows,
@@ -317,6 +345,7 @@ mod tests {
             loaded_dtype: Some(Dtype::Fp32),
             width: 1024,
             height: 768,
+            frames: 1,
             batch: 2,
             pixels: 1_572_864,
             demand_bytes: 18_446_744_073_709_551_615,
@@ -411,6 +440,7 @@ mod tests {
                 vae: r.text().into(),
                 op: Op::ALL[pick(r, Op::ALL.len())],
                 tile: r.next() as u32,
+                temporal_tile: (r.below(2) == 0).then(|| r.next() as u32),
                 conv_backend: ConvBackend::ALL[pick(r, ConvBackend::ALL.len())],
                 allocator: Allocator::ALL[pick(r, Allocator::ALL.len())],
                 os: Os::ALL[pick(r, Os::ALL.len())],
@@ -420,6 +450,7 @@ mod tests {
             loaded_dtype: (r.below(2) == 0).then(|| Dtype::ALL[pick(r, 3)]),
             width: r.number(),
             height: r.number(),
+            frames: [1, 1, 2, 121, r.number()][r.below(5) as usize],
             batch: r.number(),
             pixels: r.number(),
             demand_bytes: r.number(),

@@ -39,9 +39,13 @@ pub struct Point {
     pub width: u64,
     /// Output height in pixels.
     pub height: u64,
+    /// Frames of the clip (1 for an image; written only when above 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub frames: u64,
     /// Images in the batch.
     pub batch: u64,
-    /// `width × height × batch`: the size the lines are fitted against.
+    /// `width × height × batch`: the size an image line is fitted against
+    /// (a video line's is the working set, docs/DESIGN.md, "Video").
     pub pixels: u64,
     /// `max(driver, reserved, allocated)` in bytes: what a cache must cover.
     pub demand_bytes: u64,
@@ -71,12 +75,20 @@ pub struct Point {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points").
+/// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points"),
+/// and an eighth for a video VAE: the temporal tile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LineKey {
     pub vae: Text,
     pub op: Op,
+    /// Spatial tile edge, pixels (0: untiled). A video line's key holds 0:
+    /// its spatial tile is in the working set it is fitted against.
     pub tile: u32,
+    /// Absent for an image VAE. For a video VAE: on a point, the temporal
+    /// tile it ran with (absent: none); on a line, the temporal tile every
+    /// point and query of the line runs with, 0 for none (docs/DESIGN.md, "Video").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporal_tile: Option<u32>,
     pub conv_backend: ConvBackend,
     pub allocator: Allocator,
     pub os: Os,
@@ -87,10 +99,36 @@ impl fmt::Display for LineKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}/{}/{}/{}/{}/{}/{}",
-            self.vae, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype
-        )
+            "{}/{}/{}/{}/{}/{}",
+            self.vae,
+            self.op,
+            self.tiles_text(),
+            self.conv_backend,
+            self.allocator,
+            self.os
+        )?;
+        write!(f, "/{}", self.dtype)
     }
+}
+
+impl LineKey {
+    /// The key text's tile segment ([`crate::vocab::tiles_text`]).
+    pub fn tiles_text(&self) -> String {
+        crate::vocab::tiles_text(self.tile, self.temporal_tile)
+    }
+
+    /// Reads a tile segment ([`crate::vocab::parse_tiles`]).
+    pub fn parse_tiles(text: &str) -> Option<(u32, Option<u32>)> {
+        crate::vocab::parse_tiles(text)
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 impl Point {

@@ -104,6 +104,8 @@ columns!(
     Width => "width",
     Height => "height",
     Batch => "batch",
+    Frames => "frames",
+    TemporalTile => "temporal_tile",
     Run => "run",
     Runs => "runs",
     Aggregate => "aggregate",
@@ -244,6 +246,15 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
     let batch = positive(Col::Batch, Some(1))?;
     let pixels = crate::exact::pixels(width, height, batch)
         .ok_or_else(|| fail(Col::Width, format!("width × height × batch exceeds {MAX_PIXELS} pixels")))?;
+    let frames = positive(Col::Frames, Some(1))?;
+    let temporal_tile = match get(Col::TemporalTile) {
+        None => 0,
+        Some(v) if v.bytes().all(|b| b.is_ascii_digit()) => {
+            v.parse::<u32>().map_err(|_| fail(Col::TemporalTile, format!("'{v}' is not a non-negative integer")))?
+        }
+        Some(v) => return Err(fail(Col::TemporalTile, format!("'{v}' is not a non-negative integer (digits only)"))),
+    };
+    let temporal_tile = video_work(registry.video(&vae), frames, temporal_tile, &fail)?;
 
     let mut deltas = [None, None, None];
     for (i, (mib_col, bytes_col)) in DEMAND_PAIRS.into_iter().enumerate() {
@@ -287,11 +298,12 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
 
     let mut point = Point {
         id: Text::default(),
-        key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
+        key: LineKey { vae, op, tile, temporal_tile, conv_backend, allocator, os, dtype },
         model: get(Col::Model).map(|m| texts.model.intern(m)),
         loaded_dtype,
         width,
         height,
+        frames,
         batch,
         pixels,
         demand_bytes: demand,
@@ -313,6 +325,31 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
         None => derived_id(&point),
     };
     Ok(point)
+}
+
+/// A row's temporal tile as its key holds it: None for an image family
+/// (which must not name frames or a temporal tile) and for a video row
+/// untiled in time; Some(N) for a video row with an N-frame temporal tile.
+fn video_work(
+    facts: Option<&crate::registry::VideoFacts>,
+    frames: u64,
+    temporal_tile: u32,
+    fail: &dyn Fn(Col, String) -> anyhow::Error,
+) -> Result<Option<u32>> {
+    use crate::registry::Walk;
+    match facts {
+        None if frames > 1 => Err(fail(Col::Frames, format!("{frames} frames on an image VAE (only a video family, one with `video` facts in the registry, has frames)"))),
+        None if temporal_tile > 0 => Err(fail(Col::TemporalTile, format!("{temporal_tile} on an image VAE (only a video family has a temporal tile)"))),
+        None => Ok(None),
+        Some(v) if v.walk == Walk::Causal && temporal_tile > 0 => Err(fail(
+            Col::TemporalTile,
+            format!("{temporal_tile}: this family's decoder walks one causal step of {} frame(s) at a time and takes no temporal tile; leave it 0", v.frames),
+        )),
+        // Stored only when a point ran one: a family's one-frame,
+        // untiled-in-time rows keep the bytes (and the ids) they had
+        // before the family was registered as video.
+        Some(_) => Ok((temporal_tile > 0).then_some(temporal_tile)),
+    }
 }
 
 fn demand_error(col: Col, v: &str, e: DecimalError, at: &RowOrigin) -> anyhow::Error {
@@ -361,7 +398,7 @@ fn resolve_family(
 /// A content-derived id a reviewer can read: what was measured, then a
 /// short hash of the whole row, so the same row gets the same id on every
 /// run and two rows that differ anywhere get different ones:
-/// `MODEL-OP[-tTILE]-DTYPE-WxH[-bBATCH]-BACKEND-ALLOCATOR[-OS]-HASH8`
+/// `MODEL-OP[-tTILE]-DTYPE-WxH[xFRAMES[-ttTT]][-bBATCH]-BACKEND-ALLOCATOR[-OS]-HASH8`
 /// (the model as given, else the family; the OS left out when unknown).
 ///
 /// The hashed bytes are frozen (`wire::id_bytes`), whatever the `Point`
@@ -392,9 +429,14 @@ fn readable_id(p: &Point, hash: &str) -> String {
     let name = p.model.as_deref().unwrap_or(&k.vae);
     let tile = if k.tile > 0 { format!("-t{}", k.tile) } else { String::new() };
     let batch = if p.batch > 1 { format!("-b{}", p.batch) } else { String::new() };
+    let frames = match (p.frames, k.temporal_tile) {
+        (1, None) => String::new(),
+        (f, None) => format!("x{f}"),
+        (f, Some(t)) => format!("x{f}-tt{t}"),
+    };
     let os = if k.os == Os::Any { String::new() } else { format!("-{}", k.os) };
     format!(
-        "{name}-{}{tile}-{}-{}x{}{batch}-{}-{}{os}-{hash}",
+        "{name}-{}{tile}-{}-{}x{}{frames}{batch}-{}-{}{os}-{hash}",
         k.op, k.dtype, p.width, p.height, k.conv_backend, k.allocator
     )
 }

@@ -23,6 +23,8 @@ pub(super) struct PointWire {
     model: Option<Text>,
     op: Op,
     tile: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    temporal_tile: Option<u32>,
     conv_backend: ConvBackend,
     allocator: Allocator,
     os: Os,
@@ -30,6 +32,8 @@ pub(super) struct PointWire {
     loaded_dtype: Option<Dtype>,
     width: u64,
     height: u64,
+    #[serde(default = "super::one", skip_serializing_if = "super::is_one")]
+    frames: u64,
     batch: u64,
     pixels: u64,
     demand_bytes: u64,
@@ -49,14 +53,15 @@ pub(super) struct PointWire {
 
 impl From<PointWire> for Point {
     fn from(w: PointWire) -> Point {
-        let PointWire { id, vae, op, tile, conv_backend, allocator, os, dtype, .. } = w;
+        let PointWire { id, vae, op, tile, temporal_tile, conv_backend, allocator, os, dtype, .. } = w;
         Point {
             id,
-            key: LineKey { vae, op, tile, conv_backend, allocator, os, dtype },
+            key: LineKey { vae, op, tile, temporal_tile, conv_backend, allocator, os, dtype },
             model: w.model,
             loaded_dtype: w.loaded_dtype,
             width: w.width,
             height: w.height,
+            frames: w.frames,
             batch: w.batch,
             pixels: w.pixels,
             demand_bytes: w.demand_bytes,
@@ -85,6 +90,7 @@ impl From<&Point> for PointWire {
             model: p.model.clone(),
             op: k.op,
             tile: k.tile,
+            temporal_tile: k.temporal_tile,
             conv_backend: k.conv_backend,
             allocator: k.allocator,
             os: k.os,
@@ -92,6 +98,7 @@ impl From<&Point> for PointWire {
             loaded_dtype: p.loaded_dtype,
             width: p.width,
             height: p.height,
+            frames: p.frames,
             batch: p.batch,
             pixels: p.pixels,
             demand_bytes: p.demand_bytes,

@@ -7,6 +7,7 @@
 
 mod parse;
 pub mod schema;
+pub mod video;
 
 pub use parse::parse;
 
@@ -216,6 +217,8 @@ pub struct Policy {
     pub tiling: Option<Tiling>,
     /// The attention phase of platforms whose SDPA runs the math kernel.
     pub attention: Option<Attention>,
+    /// The clip copies and host estimates of video families (None: none declared).
+    pub video: Option<video::VideoPolicy>,
 }
 
 /// A problem verify reports as a finding and fit/emit treat as an error.
@@ -235,12 +238,38 @@ impl Policy {
 
     /// The line a point belongs to: its key, with `os = any` unless the
     /// pair is OS-specific.
+    /// A video point's line keeps its temporal tile (0 for a causal walk)
+    /// and folds its spatial tile into the working set (tile 0).
     pub fn line_key(&self, p: &Point) -> LineKey {
         let mut k = p.key();
         if !self.is_os_specific(k.conv_backend, k.allocator) {
             k.os = Os::Any;
         }
+        if let Some(facts) = self.registry.video(&k.vae) {
+            k.temporal_tile = Some(facts.temporal_tile(Some(k.temporal_tile.unwrap_or(0))));
+            k.tile = 0;
+        }
         k
+    }
+
+    /// Where a point sits on its line: `(x, clip bytes)`. An image point's x
+    /// is its pixels and it holds no clip term; a video point's x is its
+    /// working set and its clip term is `ceil(copies × 3 × element bytes ×
+    /// W × H × F × batch)`, so the line is fitted to `demand − clip` and
+    /// prices `line(x) + clip` (docs/DESIGN.md, "Video"). None: too large.
+    pub fn fit_coordinates(&self, p: &Point) -> Option<(u64, u64)> {
+        let Some(facts) = self.registry.video(&p.key.vae) else { return Some((p.pixels, 0)) };
+        let run = video::Run {
+            width: p.width,
+            height: p.height,
+            frames: p.frames,
+            batch: p.batch,
+            tile: p.key.tile,
+            temporal_tile: facts.temporal_tile(Some(p.key.temporal_tile.unwrap_or(0))),
+            dtype: p.key.dtype,
+        };
+        let copies = self.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(p.key.op));
+        Some((run.working_set(facts)?, run.clip_bytes(copies)?))
     }
 
     pub fn is_excluded(&self, id: &str) -> bool {
@@ -254,6 +283,9 @@ impl Policy {
     /// checked: its price is the larger of the two phases.
     pub fn explained_by_attention(&self, p: &Point) -> bool {
         let Some(attention) = self.attention.as_ref() else { return false };
+        if self.registry.video(&p.key.vae).is_some() {
+            return false; // a video family is priced in working-set units, with no attention phase
+        }
         let Some(platform) = attention.on(p.key.conv_backend) else { return false };
         let Some(block) = self.registry.0.get(p.key.vae.as_str()).and_then(|e| e.attention) else { return false };
         let (w, h) = match p.key.tile {

@@ -13,6 +13,11 @@ use anyhow::{anyhow, bail, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value};
 
+mod video;
+
+#[cfg(test)]
+pub(super) use video::{CLIP_COPIES_KEYS, ESTIMATE_KEYS, FACTS_KEYS, VIDEO_KEYS};
+
 pub(super) const TOP_KEYS: &[&str] = &[
     "margin",
     "ratio_bound",
@@ -31,15 +36,16 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "vae",
     "tiling",
     "attention",
+    "video",
 ];
 pub(super) const LISTED_KEYS: &[&str] = &["id", "reason"];
 pub(super) const CARRY_KEYS: &[&str] =
-    &["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype", "slope", "base_mib", "reason"];
+    &["vae", "op", "tile", "temporal_tile", "conv_backend", "allocator", "os", "dtype", "slope", "base_mib", "reason"];
 pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "reason"];
 pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
 pub(super) const LEGACY_KEYS: &[&str] =
     &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention"];
+pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video"];
 pub(super) const MID_BLOCK_KEYS: &[&str] = &["heads", "head_dim", "latent_factor"];
 pub(super) const ATTENTION_KEYS: &[&str] = &["reason", "held_tensors", "platform"];
 pub(super) const ATTENTION_PLATFORM_KEYS: &[&str] = &["conv_backend", "bytes_per_score", "wrong_output_at", "source"];
@@ -132,7 +138,7 @@ impl Parser<'_> {
             bail!(self.err("[[keep]]", format!("id '{}' is both kept and excluded: decide one", k.id)));
         }
         let exceptions = self.listed(t, "exception")?;
-        let carries = self.carries(t)?;
+        let mut carries = self.carries(t)?;
         let os_specific = self.os_specific(t)?;
         let allocator_defaults = self.allocator_defaults(t)?;
         let legacy = match t.get("legacy") {
@@ -153,10 +159,26 @@ impl Parser<'_> {
             Some(Value::Table(l)) => Some(self.tiling(l)?),
             Some(_) => bail!(self.err("[tiling]", "expected a table")),
         };
-        for c in &carries {
-            if !registry.0.contains_key(c.key.vae.as_str()) {
-                bail!(self.err(&format!("[[carry]] {}", c.key), format!("unknown vae family '{}'", c.key.vae)));
+        let video = match t.get("video") {
+            None => None,
+            Some(Value::Table(v)) => Some(self.video(v, &registry)?),
+            Some(_) => bail!(self.err("[video]", "expected a table")),
+        };
+        for c in &mut carries {
+            let Some(facts) = registry.video(c.key.vae.as_str()) else {
+                if !registry.0.contains_key(c.key.vae.as_str()) {
+                    bail!(self.err(&format!("[[carry]] {}", c.key), format!("unknown vae family '{}'", c.key.vae)));
+                }
+                if c.key.temporal_tile.is_some() {
+                    bail!(self.err(&format!("[[carry]] {}", c.key), "temporal_tile: only a video family has one"));
+                }
+                continue;
+            };
+            // A video line's key: the spatial tile folds into the working set.
+            if c.key.tile != 0 {
+                bail!(self.err(&format!("[[carry]] {}", c.key), "tile: a video line is keyed by its temporal tile only (its spatial tile is in the working set); leave tile out"));
             }
+            c.key.temporal_tile = Some(facts.temporal_tile(c.key.temporal_tile));
         }
         Ok(Policy {
             margin,
@@ -178,6 +200,7 @@ impl Parser<'_> {
             tiles,
             tiling,
             attention,
+            video,
         })
     }
 
@@ -342,6 +365,13 @@ impl Parser<'_> {
                     Some(Value::Integer(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => *v as u32,
                     Some(v) => bail!(self.err(&at, format!("tile: expected a non-negative integer, found {v}"))),
                 },
+                temporal_tile: match item.get("temporal_tile") {
+                    None => None,
+                    Some(Value::Integer(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => Some(*v as u32),
+                    Some(v) => {
+                        bail!(self.err(&at, format!("temporal_tile: expected a non-negative integer, found {v}")))
+                    }
+                },
                 conv_backend: self.parsed(item, "conv_backend", &at)?,
                 allocator: self.parsed(item, "allocator", &at)?,
                 os: self.parsed(item, "os", &at)?,
@@ -486,7 +516,12 @@ impl Parser<'_> {
                 Some(Value::Table(a)) => Some(self.mid_block(a, &at)?),
                 Some(v) => bail!(self.err(&at, format!("attention: expected a table, found {v}"))),
             };
-            reg.insert(family.clone(), VaeEntry { models, params, attention });
+            let video = match et.get("video") {
+                None => None,
+                Some(Value::Table(v)) => Some(self.video_facts(v, &at)?),
+                Some(v) => bail!(self.err(&at, format!("video: expected a table, found {v}"))),
+            };
+            reg.insert(family.clone(), VaeEntry { models, params, attention, video });
         }
         Ok(Registry(reg))
     }

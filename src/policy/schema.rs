@@ -56,6 +56,78 @@ pub struct PolicyFile {
     pub tiling: Option<TilingEntry>,
     /// The attention phase of math-kernel platforms.
     pub attention: Option<AttentionEntry>,
+    /// Video families' clip copies and the hosts' published estimates.
+    pub video: Option<VideoEntry>,
+}
+
+/// `[video]`.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VideoEntry {
+    pub reason: String,
+    /// Copies of the clip beside the working set, per op (exact decimals).
+    pub clip_copies: ClipCopiesEntry,
+    /// The hosts' published estimates: the floor of a video key with no line.
+    pub estimate: Option<Vec<EstimateEntry>>,
+}
+
+/// `clip_copies = { decode = "1", encode = "1" }`.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClipCopiesEntry {
+    pub decode: PolicyNumber,
+    pub encode: PolicyNumber,
+}
+
+/// One `[[video.estimate]]` (docs/DESIGN.md, "Video").
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateEntry {
+    /// A registered video family.
+    pub vae: String,
+    pub op: Op,
+    /// The host whose estimator it is (`invokeai`, `comfyui`).
+    pub host: String,
+    /// Fixed MiB (default 0).
+    pub base_mib: Option<u64>,
+    /// Bytes per counted pixel-frame per element byte.
+    pub per_element: PolicyNumber,
+    /// `one`, `clip`, `latent` or `tile`: the frames the working term counts.
+    pub frames: String,
+    /// Counted frames at least this many (default 0).
+    pub min_frames: Option<u64>,
+    /// Counted frames at most this many (default 0: no cap).
+    pub max_frames: Option<u64>,
+    /// For clips of at least this many frames (default 0).
+    pub min_clip: Option<u64>,
+    /// For clips of at most this many frames (default 0: any).
+    pub max_clip: Option<u64>,
+    /// `any` (default), `tiled` or `untiled`.
+    pub when: Option<String>,
+    /// Multiplier of the working term when spatially tiled (default 1).
+    pub tile_factor: Option<PolicyNumber>,
+    /// Copies of the clip (default 0).
+    pub clip_copies: Option<PolicyNumber>,
+    pub source: String,
+}
+
+/// A family's `video = { … }` facts.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VideoFactsEntry {
+    /// Output pixels per latent pixel along a side.
+    pub spatial: u64,
+    /// Output frames per latent frame.
+    pub temporal: u64,
+    /// `tiles`, `causal` or `all`.
+    pub walk: String,
+    /// `tiles`: the default temporal tile; `causal`: frames one step decodes; `all`: 0.
+    pub frames: Option<u64>,
+    /// Frames two temporal tiles share.
+    pub overlap: Option<u64>,
+    /// The host's default spatial tile (0: untiled).
+    pub tile: Option<u32>,
+    pub source: String,
 }
 
 /// `[attention]`: where SDPA materialises the mid-block's S × S scores.
@@ -126,8 +198,10 @@ pub struct ListedEntry {
 pub struct CarryEntry {
     pub vae: String,
     pub op: Op,
-    /// Tile edge (default 0: untiled).
+    /// Tile edge (default 0: untiled; a video family's line takes none).
     pub tile: Option<u32>,
+    /// A video family's temporal tile, frames (default: the family's walk).
+    pub temporal_tile: Option<u32>,
     pub conv_backend: ConvBackend,
     pub allocator: Allocator,
     pub os: Os,
@@ -208,6 +282,8 @@ pub struct VaeFamily {
     pub note: Option<String>,
     /// The decoder mid-block's attention shape (none: no mid-block attention).
     pub attention: Option<MidBlockEntry>,
+    /// A video VAE's facts (none: an image VAE).
+    pub video: Option<VideoFactsEntry>,
 }
 
 #[cfg(test)]
@@ -216,6 +292,7 @@ mod tests {
         ALLOC_DEFAULT_KEYS, ATTENTION_KEYS, ATTENTION_PLATFORM_KEYS, CARRY_KEYS, LEGACY_KEYS, LISTED_KEYS,
         MID_BLOCK_KEYS, OS_SPECIFIC_KEYS, TILING_HOST_KEYS, TILING_KEYS, TOP_KEYS, VAE_KEYS,
     };
+    use super::super::parse::{CLIP_COPIES_KEYS, ESTIMATE_KEYS, FACTS_KEYS, VIDEO_KEYS};
     use std::collections::BTreeSet;
 
     fn keys<T: schemars::JsonSchema>() -> BTreeSet<String> {
@@ -241,5 +318,9 @@ mod tests {
         assert_eq!(keys::<super::AttentionEntry>(), set(ATTENTION_KEYS));
         assert_eq!(keys::<super::AttentionPlatformEntry>(), set(ATTENTION_PLATFORM_KEYS));
         assert_eq!(keys::<super::MidBlockEntry>(), set(MID_BLOCK_KEYS));
+        assert_eq!(keys::<super::VideoEntry>(), set(VIDEO_KEYS));
+        assert_eq!(keys::<super::ClipCopiesEntry>(), set(CLIP_COPIES_KEYS));
+        assert_eq!(keys::<super::EstimateEntry>(), set(ESTIMATE_KEYS));
+        assert_eq!(keys::<super::VideoFactsEntry>(), set(FACTS_KEYS));
     }
 }

@@ -27,6 +27,11 @@ pub struct Query {
     pub width: u64,
     pub height: u64,
     pub batch: u64,
+    /// Frames of the clip (1: an image; above 1 only for a video family).
+    pub frames: u64,
+    /// The temporal tile of a video decode, frames (None: the family's
+    /// default; Some(0): every frame at once). Image families take none.
+    pub temporal_tile: Option<u32>,
     /// The dtype the VAE runs in, when given.
     pub dtype: Option<Dtype>,
     /// The dtype the weights are loaded in (default: the run dtype).
@@ -52,6 +57,8 @@ impl Query {
             width,
             height,
             batch,
+            frames: 1,
+            temporal_tile: key.temporal_tile,
             dtype: Some(key.dtype),
             loaded_dtype: None,
             fp32: None,
@@ -60,6 +67,15 @@ impl Query {
             os: Choice::Given(key.os),
             host: None,
         }
+    }
+}
+
+impl Query {
+    /// A point's own query: its key and size, its frames and temporal tile.
+    pub fn at_point(p: &crate::points::Point) -> Query {
+        // A point's absent temporal tile is none (0), not the family's default.
+        let temporal_tile = Some(p.key.temporal_tile.unwrap_or(0));
+        Query { frames: p.frames, temporal_tile, ..Query::at_key(&p.key, p.width, p.height, p.batch) }
     }
 }
 
@@ -87,6 +103,10 @@ pub enum Rule {
     AnyOsLine,
     /// No line, and the legacy estimate was higher than any line (or no line exists).
     LegacyFloor,
+    /// A video key with no line of its own, where a host's published
+    /// estimate (declared in the policy's `[video]`) was higher than any
+    /// line of the same family, op, temporal tile and dtype.
+    VideoEstimate,
     /// `--legacy`: the v1 estimator alone.
     Legacy,
 }
@@ -101,6 +121,7 @@ impl Rule {
             Rule::DerivedTile => "derived tile",
             Rule::AttentionPhase => "attention phase",
             Rule::LegacyFloor => "legacy floor",
+            Rule::VideoEstimate => "video estimate",
             Rule::Legacy => "legacy estimator",
         }
     }
@@ -186,8 +207,49 @@ pub struct Price {
     /// The attention phase on a math-kernel platform (null elsewhere, and
     /// for a family without a mid-block attention).
     pub attention: Option<AttentionTerms>,
+    /// A video family's terms: frames, tiles, working set, clip copies and
+    /// the host estimate consulted (null for an image family).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoTerms>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
+}
+
+/// How a video run was priced: a line over one spatio-temporal tile's
+/// working set, plus the clip copies (docs/DESIGN.md, "Video").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct VideoTerms {
+    /// Frames of the clip.
+    pub frames: u64,
+    /// Spatial tile edge the run uses, pixels (0: untiled).
+    pub tile: u32,
+    /// Temporal tile, frames (0: the whole clip at once, or a causal walk).
+    pub temporal_tile: u32,
+    /// How the family's decoder walks time (`tiles`, `causal`, `all`).
+    pub walk: crate::registry::Walk,
+    /// Output frames per latent frame: the step a temporal tile takes.
+    pub temporal_compression: u64,
+    /// Frames one working set spans (the temporal tile or one causal step, clamped to the clip).
+    pub working_frames: u64,
+    /// `min(T, W) × min(T, H) × working frames × batch`: where the line is priced.
+    pub working_set: u64,
+    /// Copies of the clip, exact decimal.
+    pub clip_copies: String,
+    /// `ceil(clip copies × 3 × element bytes × W × H × F × batch)`, bytes.
+    pub clip_bytes: u64,
+    /// The largest applicable host estimate, where one was consulted.
+    pub estimate: Option<EstimateTerm>,
+}
+
+/// One host's published estimate, as consulted for a video key with no line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct EstimateTerm {
+    /// The host whose estimator it is.
+    pub host: String,
+    /// Its bytes for this run.
+    pub bytes: u64,
+    /// Where it is published.
+    pub source: String,
 }
 
 /// The two phases of a decode on a math-kernel platform: the price is the
@@ -236,6 +298,18 @@ pub struct TileTerms {
 }
 
 impl Price {
+    /// The spatial tile the answer priced (a video key holds 0: its tile is
+    /// in the working set).
+    pub fn spatial_tile(&self) -> u32 {
+        self.video.as_ref().map_or(self.line.tile, |v| v.tile)
+    }
+
+    /// The temporal tile a video answer priced (None: an image family, or
+    /// a causal decoder, which takes none).
+    pub fn temporal_tile(&self) -> Option<u32> {
+        self.video.as_ref().filter(|v| v.walk != crate::registry::Walk::Causal).map(|v| v.temporal_tile)
+    }
+
     /// Why this answer is an estimate rather than a measured line at a
     /// measured size: the unmeasured rule, the legacy floor or the legacy
     /// estimator, or a size outside the line's measured range. Empty when the
@@ -257,6 +331,10 @@ impl Price {
                 self.line
             )),
             Rule::Legacy => out.push(format!("{} is priced by the legacy estimator", self.line)),
+            Rule::VideoEstimate => out.push(format!(
+                "{} is priced by a host's published video estimate: no line was measured for it",
+                self.line
+            )),
         }
         if self.extrapolated {
             out.push(format!("{} px lies outside the measured range of the line that priced it", self.pixels));

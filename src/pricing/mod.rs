@@ -8,10 +8,11 @@ mod attention;
 pub mod legacy;
 pub mod platform;
 mod tiled;
+mod video;
 
 pub use answer::{
-    AttentionTerms, Choice, ChosenAllocator, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule, Slope,
-    TileTerms,
+    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule,
+    Slope, TileTerms, VideoTerms,
 };
 
 use crate::coefficients::CoefficientsFile;
@@ -81,7 +82,10 @@ pub struct Coefficients {
 /// A tile edge is a whole number of latent pixels of an 8x VAE.
 pub const TILE_STEP: u32 = 8;
 
-/// What the unmeasured rule matches a query's lines by: family, op, tile, dtype.
+/// What the unmeasured rule matches a query's lines by: family, op, tile,
+/// dtype. Every video line has tile 0, so a video key's candidates are its
+/// family's lines of every temporal tile: in working-set units, a line
+/// measured at one temporal tile prices another's working set.
 type Use = (crate::text::Text, Op, u32, Dtype);
 
 impl Coefficients {
@@ -182,9 +186,13 @@ impl Coefficients {
 
     /// The query's line key with dtype, allocator and OS resolved.
     pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
-        let tile = self.effective_tile(q)?;
+        let mut tile = self.effective_tile(q)?;
         let family_text = self.family_text(&q.vae)?;
         let family = family_text.as_str();
+        let temporal_tile = self.temporal_tile(q, family)?;
+        if temporal_tile.is_some() {
+            tile = 0; // a video line's spatial tile is in its working set
+        }
         let run = self.run_dtype(q, family)?;
         let os = match q.os {
             Choice::Given(o) => Detected { value: o, from: "flag".into() },
@@ -209,12 +217,36 @@ impl Coefficients {
             vae: if q.vae.as_str() == family { q.vae.clone() } else { family_text.clone() },
             op: q.op,
             tile,
+            temporal_tile,
             conv_backend: q.conv_backend,
             allocator: allocator.value,
             os: key_os,
             dtype: run.value,
         };
         Ok(Resolved { key, run, allocator, os })
+    }
+
+    /// The temporal tile of a query's key: None for an image family (which
+    /// takes no frames and no temporal tile); for a video family, the one
+    /// asked for or the walk's default.
+    fn temporal_tile(&self, q: &Query, family: &str) -> Result<Option<u32>> {
+        let Some(facts) = self.registry.video(family) else {
+            if q.frames != 1 {
+                bail!("--frames {}: '{family}' is an image VAE; only a video family decodes frames", q.frames);
+            }
+            if let Some(t @ 1..) = q.temporal_tile {
+                bail!("--temporal-tile {t}: '{family}' is an image VAE; only a video family has a temporal tile");
+            }
+            return Ok(None);
+        };
+        if let (crate::registry::Walk::Causal, Some(t @ 1..)) = (facts.walk, q.temporal_tile) {
+            bail!(
+                "--temporal-tile {t}: '{family}' decodes one causal step of {} frame(s) at a time and takes no \
+                 temporal tile",
+                facts.frames
+            );
+        }
+        Ok(Some(facts.temporal_tile(q.temporal_tile)))
     }
 
     fn growth(&self, family: &str, run: Dtype, loaded: Dtype) -> Result<u64> {
@@ -265,6 +297,7 @@ impl Coefficients {
             warnings: tile_warning(q, &key).into_iter().collect(),
             tiled: None,
             attention: None,
+            video: None,
             line: key,
         })
     }
@@ -286,12 +319,11 @@ fn tile_asked(q: &Query, key: &LineKey) -> Option<u32> {
 }
 
 fn tile_warning(q: &Query, key: &LineKey) -> Option<String> {
-    tile_asked(q, key).map(|t| {
-        format!(
-            "tile {t} covers the whole {}x{} image: tiling does nothing, so it is priced untiled",
-            q.width, q.height
-        )
-    })
+    tile_asked(q, key).map(|t| covers_warning(t, q))
+}
+
+fn covers_warning(t: u32, q: &Query) -> String {
+    format!("tile {t} covers the whole {}x{} image: tiling does nothing, so it is priced untiled", q.width, q.height)
 }
 
 fn pixels(q: &Query) -> Result<u64> {
@@ -364,6 +396,30 @@ impl Coefficients {
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
         let growth = self.growth(&key.vae, run.value, loaded)?;
+        if let Some(facts) = self.registry.video(&key.vae) {
+            let tile = self.effective_tile(q)?;
+            let mut on = self.video_on(facts, &key, q, tile)?;
+            let priced = self.video_price(&mut key, &mut on)?;
+            let bytes = priced.total.checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?;
+            return Ok(Settled {
+                key,
+                run,
+                allocator,
+                os,
+                pixels,
+                loaded,
+                growth,
+                rule: priced.rule,
+                priced_by: priced.line.map(|(k, _, _)| k),
+                coef: priced.line.map(|(_, c, _)| c),
+                line_bytes: priced.line.map(|(_, _, b)| b),
+                legacy: priced.legacy,
+                bytes,
+                tiled: None,
+                attention: None,
+                video: Some(on),
+            });
+        }
         let tile_on = self.tile_on(q, &key, pixels)?;
         let mut measured = self.measured_line(&mut key, pixels)?.map(|(r, k, c, b)| (r, k, c, b, false));
         if let (None, Some(t)) = (&measured, &tile_on) {
@@ -407,6 +463,7 @@ impl Coefficients {
             bytes,
             tiled: tile_on.filter(|_| derived),
             attention,
+            video: None,
         })
     }
 
@@ -500,6 +557,8 @@ struct Settled<'a> {
     tiled: Option<TileOn<'a>>,
     /// The attention phase on a math-kernel platform.
     attention: Option<AttnOn<'a>>,
+    /// A video family's run and terms.
+    video: Option<video::VideoOn<'a>>,
 }
 
 impl Pricer for Coefficients {
@@ -515,10 +574,19 @@ impl Pricer for Coefficients {
         let base = s.attention.as_ref().filter(|_| s.rule == Rule::AttentionPhase).map_or(s.rule, |a| a.line_rule);
         let size_range = s.coef.as_ref().and_then(|c| c.size_range);
         // A tile priced from an untiled line is priced at one tile's pixels.
-        let at = s.tiled.as_ref().map_or(s.pixels, |t| t.tile_pixels);
-        let extrapolated = base != Rule::LegacyFloor && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
+        let at = match (&s.tiled, &s.video) {
+            (Some(t), _) => t.tile_pixels,
+            (_, Some(v)) => v.working_set,
+            _ => s.pixels,
+        };
+        let extrapolated = !matches!(base, Rule::LegacyFloor | Rule::VideoEstimate)
+            && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
         let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
-        let mut warnings: Vec<String> = tile_warning(q, &s.key).into_iter().collect();
+        let tile_asked = match &s.video {
+            Some(v) => (q.tile != v.run.tile).then_some(q.tile),
+            None => tile_asked(q, &s.key),
+        };
+        let mut warnings: Vec<String> = tile_asked.map(|t| covers_warning(t, q)).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(format!(
                 "{} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
@@ -526,8 +594,15 @@ impl Pricer for Coefficients {
                 priced_by()
             ));
         }
-        if matches!(base, Rule::UnmeasuredRule | Rule::LegacyFloor) {
-            warnings.push(format!("no line measured for {}: priced by the {}", s.key, base.as_str()));
+        match s.video.as_ref().and_then(|v| v.estimate).filter(|_| base == Rule::VideoEstimate) {
+            Some((e, _)) => warnings.push(format!(
+                "no line measured for {}: priced by {}'s published video estimate (its source: `estimate`)",
+                s.key, e.host
+            )),
+            None if matches!(base, Rule::UnmeasuredRule | Rule::LegacyFloor) => {
+                warnings.push(format!("no line measured for {}: priced by the {}", s.key, base.as_str()))
+            }
+            None => {}
         }
         if let Some(by) = s.priced_by.filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key.dtype) {
             warnings.push(format!(
@@ -579,8 +654,9 @@ impl Pricer for Coefficients {
             extrapolated,
             size_range,
             loaded_dtype: s.loaded,
-            tile_asked: tile_asked(q, &s.key),
+            tile_asked,
             warnings,
+            video: s.video.as_ref().map(video::VideoOn::terms),
             tiled: s.tiled.as_ref().map(|t| t.terms(s.line_bytes.unwrap_or(0))),
             attention: s.attention.as_ref().map(AttnOn::terms),
             priced_by: s.priced_by.cloned(),
@@ -608,6 +684,7 @@ mod tests {
             models: models.iter().map(|m| m.to_string()).collect(),
             params: None,
             attention: None,
+            video: None,
         };
         // A model named like a later family, a family differing only in
         // case, and a model with spaces in its stored name.

@@ -11,6 +11,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::DerivedTile) => "derived tile",
         Some(Rule::AttentionPhase) => "attention phase",
         Some(Rule::LegacyFloor) => "legacy floor",
+        Some(Rule::VideoEstimate) => "video estimate",
         Some(Rule::Legacy) => "legacy",
         None => "-",
     }

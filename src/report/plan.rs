@@ -6,12 +6,19 @@ impl Report for Plan {
     fn table(&self) -> String {
         let n = self.items;
         let mut s = self.verdict.as_str().to_uppercase();
+        let tiles = |t: u32| match self.temporal_tile {
+            None => format!("{t}-pixel tiles"),
+            Some(0) if t == 0 => "untiled, all frames at once".to_string(),
+            Some(0) => format!("{t}-pixel tiles over all frames at once"),
+            Some(f) if t == 0 => format!("untiled in space, {f}-frame temporal tiles"),
+            Some(f) => format!("{t}-pixel × {f}-frame tiles"),
+        };
         s.push_str(&match (self.tile, self.group_size, self.groups) {
             (Some(t), _, _) if self.steps.iter().any(|st| st.role == crate::plan::StepRole::Tile) => {
-                format!(": {t}-pixel tiles, one item at a time ({n} item(s))")
+                format!(": {}, one item at a time ({n} item(s))", tiles(t))
             }
-            (Some(t), Some(g), Some(k)) if k > 1 => format!(": {t}-pixel tiles, {k} groups of up to {g} of {n} items"),
-            (Some(t), _, _) => format!(": {t}-pixel tiles, all {n} item(s) at once"),
+            (Some(t), Some(g), Some(k)) if k > 1 => format!(": {}, {k} groups of up to {g} of {n} items", tiles(t)),
+            (Some(t), _, _) => format!(": {}, all {n} item(s) at once", tiles(t)),
             (None, Some(g), Some(k)) if k > 1 => format!(": {k} groups of up to {g} of {n} items"),
             (None, Some(_), Some(_)) => format!(": all {n} item(s) at once"),
             _ => format!(": {n} item(s) on the host"),
@@ -51,11 +58,14 @@ impl Report for Plan {
         if !self.steps.is_empty() {
             s.push_str("  priced by:\n");
             for st in &self.steps {
-                let what = match (st.batch, st.tile) {
-                    (1, 0) => "1 item".to_string(),
-                    (b, 0) => format!("{b} items"),
-                    (1, t) => format!("1 item, tile {t}"),
-                    (b, t) => format!("{b} items, tile {t}"),
+                let items = if st.batch == 1 { "1 item".to_string() } else { format!("{} items", st.batch) };
+                let what = match (st.tile, st.temporal_tile) {
+                    (0, None) => items,
+                    (t, None) => format!("{items}, tile {t}"),
+                    (0, Some(0)) => format!("{items}, all frames"),
+                    (t, Some(0)) => format!("{items}, tile {t}, all frames"),
+                    (0, Some(f)) => format!("{items}, {f} frames"),
+                    (t, Some(f)) => format!("{items}, tile {t}×{f}f"),
                 };
                 let by = match &st.priced_by {
                     Some(k) if *k != st.line => format!("{} (for {})", k, st.line),

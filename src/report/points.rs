@@ -16,7 +16,10 @@ impl Report for PointList {
                 vec![
                     p.id.to_string(),
                     p.key().to_string(),
-                    format!("{}x{}x{}", p.width, p.height, p.batch),
+                    match p.frames {
+                        1 => format!("{}x{}x{}", p.width, p.height, p.batch),
+                        f => format!("{}x{}x{}, {f} frames", p.width, p.height, p.batch),
+                    },
                     p.pixels.to_string(),
                     mib2(p.demand_bytes),
                     opt(p.reserved_bytes),

@@ -29,8 +29,16 @@ impl Report for ReserveReport {
                     };
                     rows.push((label, by.to_string()));
                 }
-                let at = p.tiled.as_ref().map_or(p.pixels, |t| t.tile_pixels);
-                let one_tile = if p.tiled.is_some() { " (one tile)" } else { "" };
+                let at = match (&p.tiled, &p.video) {
+                    (Some(t), _) => t.tile_pixels,
+                    (_, Some(v)) => v.working_set,
+                    _ => p.pixels,
+                };
+                let one_tile = match (&p.tiled, &p.video) {
+                    (Some(_), _) => " (one tile)",
+                    (_, Some(_)) => " (working set)",
+                    _ => "",
+                };
                 rows.push(("formula", format!("{slope} B/px × {} px{one_tile} + {base} MiB", thousands(at))));
                 if let Some(b) = p.line_bytes {
                     rows.push(("line price", format!("{} B", thousands(b))));
@@ -51,6 +59,9 @@ impl Report for ReserveReport {
                 }
             }
             _ => {}
+        }
+        if let Some(v) = &p.video {
+            video_rows(p, v, &mut rows);
         }
         if let Some(l) = p.legacy_bytes {
             rows.push(("legacy", format!("{} B", thousands(l))));
@@ -84,7 +95,19 @@ impl Report for ReserveReport {
             Some([lo, hi]) => format!(" (measured {}–{} px)", thousands(lo), thousands(hi)),
             None => String::new(),
         };
-        rows.push(("size", format!("{} px{range}", thousands(p.pixels))));
+        match &p.video {
+            // A video line's range is in working-set units, as its formula.
+            Some(v) => rows.push((
+                "size",
+                format!(
+                    "{} px × {} frames; working set {} px{range}",
+                    thousands(p.pixels),
+                    v.frames,
+                    thousands(v.working_set)
+                ),
+            )),
+            None => rows.push(("size", format!("{} px{range}", thousands(p.pixels)))),
+        }
         rows.push(("run dtype", format!("{} ({})", p.run_dtype.value, p.run_dtype.from)));
         rows.push(("loaded dtype", p.loaded_dtype.to_string()));
         rows.push(("cast growth", format!("{} B", thousands(p.weight_growth_bytes))));
@@ -99,6 +122,37 @@ impl Report for ReserveReport {
             s.push_str(&format!("warning: {w}\n"));
         }
         s
+    }
+}
+
+/// A video answer's terms: the walk and tiles, the working set, the clip
+/// copies and the host estimate consulted.
+fn video_rows(p: &crate::pricing::Price, v: &crate::pricing::VideoTerms, rows: &mut Vec<(&str, String)>) {
+    let tile = if v.tile == 0 { "untiled".to_string() } else { format!("{} px tile", v.tile) };
+    let time = match (v.walk, v.temporal_tile) {
+        (crate::registry::Walk::Causal, _) => format!("causal steps of {} frame(s)", v.working_frames),
+        (_, 0) => "every frame at once".to_string(),
+        (_, t) => format!("{t}-frame temporal tile"),
+    };
+    rows.push(("video", format!("{} frames; {tile}, {time}", v.frames)));
+    let area = if v.tile == 0 { "W × H" } else { "min(T, W) × min(T, H)" };
+    rows.push((
+        "working set",
+        format!("{area} × {} frame(s) × batch = {} px", v.working_frames, thousands(v.working_set)),
+    ));
+    rows.push((
+        "clip copies",
+        format!(
+            "{} × 3 × {} B × {} px × {} frames = {} B",
+            v.clip_copies,
+            p.line.dtype.elem_bytes(),
+            thousands(p.pixels),
+            v.frames,
+            thousands(v.clip_bytes)
+        ),
+    ));
+    if let Some(e) = &v.estimate {
+        rows.push(("estimate", format!("{} B ({}): {}", thousands(e.bytes), e.host, e.source)));
     }
 }
 

@@ -81,7 +81,11 @@ pub fn line_svg(p: &LinePlot) -> anyhow::Result<(String, Frame)> {
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         chart
             .configure_mesh()
-            .x_desc("size (megapixels = width × height × batch / 10^6)")
+            .x_desc(if p.key.temporal_tile.is_some() {
+                "working set (tile px × frames × batch / 10^6); points at demand less the clip copies"
+            } else {
+                "size (megapixels = width × height × batch / 10^6)"
+            })
             .y_desc("reservation / demand (MiB)")
             .x_labels(10)
             .y_labels(10)

@@ -55,7 +55,8 @@ pub(super) fn phase(cx: &mut PricingCtx) {
     let mut backends: Vec<ConvBackend> = attention.platforms.iter().map(|p| p.conv_backend).collect();
     backends.push(ConvBackend::Cudnn); // must never carry the phase
     backends.dedup();
-    let families: Vec<Text> = cx.shipped.registry.keys().map(|f| Text::from(f.as_str())).collect();
+    let families: Vec<Text> =
+        cx.shipped.registry.iter().filter(|(_, e)| e.video.is_none()).map(|(f, _)| Text::from(f.as_str())).collect();
     let mut tiles: Vec<u32> = vec![0];
     tiles.extend(cx.shipped.tiles.iter().copied());
     let sizes = sizes(&cx.inputs.policy.grid);
@@ -70,6 +71,7 @@ pub(super) fn phase(cx: &mut PricingCtx) {
                                 vae: family.clone(),
                                 op: *op,
                                 tile: *tile,
+                                temporal_tile: None,
                                 conv_backend: *backend,
                                 allocator: Allocator::Native,
                                 os: Os::Linux,

@@ -11,6 +11,13 @@ use std::cmp::Ordering;
 pub(super) fn check(cx: &mut PricingCtx) {
     let groups = cx.groups;
     let margin = cx.shipped.margin;
+    let policy = &cx.inputs.policy;
+    // Where a point sits in its line's coordinates: (pixels, demand) for an
+    // image point; (working set, demand − clip copies) for a video one.
+    let xy = |p: &crate::points::Point| {
+        let (x, clip) = policy.fit_coordinates(p).unwrap_or((p.pixels, 0));
+        (x, p.demand_bytes.saturating_sub(clip))
+    };
     let mut out = Vec::new();
     for s in cx.shipped.lines.iter().filter(|s| s.kind == LineKind::Fitted) {
         let key = s.key.to_string();
@@ -39,33 +46,35 @@ pub(super) fn check(cx: &mut PricingCtx) {
                 None => out
                     .push(fail(format!("support point {id} is not among the line's points")).points(vec![id.clone()])),
                 Some(p) => {
-                    if on(p.pixels).ok() != Some(Ratio::int(i128::from(p.demand_bytes))) {
+                    let (x, y) = xy(p);
+                    if on(x).ok() != Some(Ratio::int(i128::from(y))) {
                         out.push(
                             fail(format!("support point {id} does not lie on the envelope"))
                                 .points(vec![id.clone()])
-                                .values(p.demand_bytes, on(p.pixels).map(|v| v.to_string()).unwrap_or_default()),
+                                .values(y, on(x).map(|v| v.to_string()).unwrap_or_default()),
                         );
                     }
-                    support.push(p);
+                    support.push(x);
                 }
             }
         }
         // No point above the envelope.
         for p in pts {
-            if a.cmp_line_at(&b, p.pixels, p.demand_bytes) != Ok(Ordering::Less) {
+            let (x, y) = xy(p);
+            if a.cmp_line_at(&b, x, y) != Ok(Ordering::Less) {
                 continue;
             }
             out.push(
                 fail(format!("point {} lies above the envelope", p.id))
                     .points(vec![p.id.to_string()])
-                    .values(format!("≥ {}", p.demand_bytes), on(p.pixels).map(|v| v.to_string()).unwrap_or_default()),
+                    .values(format!("≥ {y}"), on(x).map(|v| v.to_string()).unwrap_or_default()),
             );
         }
         // Optimality: an edge is optimal when the mean size lies within it.
         if s.support_kind.as_deref() == Some("edge") && support.len() == 2 && !pts.is_empty() {
             let n = pts.len() as u128;
-            let sum: u128 = pts.iter().map(|p| u128::from(p.pixels)).sum();
-            let (lo, hi) = (support[0].pixels.min(support[1].pixels), support[0].pixels.max(support[1].pixels));
+            let sum: u128 = pts.iter().map(|p| u128::from(xy(p).0)).sum();
+            let (lo, hi) = (support[0].min(support[1]), support[0].max(support[1]));
             if !(n * u128::from(lo) <= sum && sum <= n * u128::from(hi)) {
                 out.push(fail("the mean size lies outside the support edge: the edge is not the optimum".into()));
             }

@@ -9,6 +9,7 @@ mod certificate;
 mod pricing_checks;
 mod reproduce;
 mod tile_checks;
+mod video_checks;
 
 use crate::coefficients::CoefficientsFile;
 use crate::lines::{assemble_groups, group, Groups, Line};
@@ -158,6 +159,8 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     tile_checks::unmeasured_tiles(&mut cx);
     tile_checks::monotone(&mut cx);
     attention_checks::phase(&mut cx);
+    video_checks::own_lines(&mut cx);
+    video_checks::estimate_floor(&mut cx);
     (cx.findings, cx.pricings)
 }
 

@@ -45,7 +45,11 @@ pub(super) fn measured_tiles(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
     let mut out = Vec::new();
     let mut over = BTreeSet::new();
-    let tiled = cx.inputs.points.iter().filter(|p| p.key.tile != 0 && !covers(p.key.tile, p.width, p.height));
+    // A video point's spatial tile is in its line's working set: the
+    // coverage check prices it (pricing_checks), not the derived tile rule.
+    let tiled = cx.inputs.points.iter().filter(|p| {
+        p.key.tile != 0 && !covers(p.key.tile, p.width, p.height) && policy.registry.video(&p.key.vae).is_none()
+    });
     for p in tiled.filter(|p| !policy.is_excluded(&p.id)) {
         let key = policy.line_key(p);
         let Some((price, untiled)) = restated(cx.shipped, &key, p.width, p.height, p.batch) else { continue };
@@ -105,7 +109,7 @@ pub(super) fn unmeasured_tiles(cx: &mut PricingCtx) {
     let tiles = all_tiles(cx.shipped);
     let own: BTreeSet<&LineKey> = cx.shipped.lines.iter().map(|l| &l.key).collect();
     let mut out = Vec::new();
-    for line in cx.shipped.lines.iter().filter(|l| l.key.tile == 0) {
+    for line in cx.shipped.lines.iter().filter(|l| l.key.tile == 0 && l.key.temporal_tile.is_none()) {
         for tile in &tiles {
             let key = LineKey { tile: *tile, ..line.key.clone() };
             let os_less = LineKey { os: crate::vocab::Os::Any, ..key.clone() };

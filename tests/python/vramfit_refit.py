@@ -7,7 +7,10 @@ brute force over every candidate line the LP optimum can be (through two
 points, through the origin and one point, or flat through one point),
 keeping the feasible one with the least total over-reservation (ties: the
 steeper one). Exact Fractions throughout; no hull code is shared with the
-Rust implementation. Prints {key: [slope, base_mib]} as JSON.
+Rust implementation. A video family's point sits at its working set (one
+spatial tile x the frames one step decodes x batch) with its demand less
+the clip copies (docs/DESIGN.md, "Video"), restated here from the policy.
+Prints {key: [slope, base_mib]} as JSON.
 
 Usage: vramfit_refit.py ROOT
 """
@@ -49,6 +52,25 @@ def optimum(points):
     return best[1], best[2]
 
 
+ELEM = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def video_point(p, facts, copies):
+    """(key tile segment, x, y) of a video point."""
+    tt = p.get("temporal_tile") or 0
+    frames = p.get("frames", 1)
+    if facts["walk"] == "causal":
+        tt, span = 0, facts["frames"]
+    else:
+        span = tt if tt else frames
+    span = max(min(span, frames), 1)
+    t = p["tile"]
+    w, h = (p["width"], p["height"]) if t == 0 else (min(t, p["width"]), min(t, p["height"]))
+    x = w * h * span * p["batch"]
+    clip = ceil(copies * 3 * ELEM[p["dtype"]] * p["width"] * p["height"] * frames * p["batch"])
+    return "%df" % tt, x, max(p["demand_bytes"] - clip, 0)
+
+
 def main():
     root = Path(sys.argv[1])
     points = json.loads((root / "measurements/vae.json").read_text())["points"]
@@ -56,18 +78,33 @@ def main():
     margin = number(policy.get("margin", "0.05"))
     min_sizes = policy.get("min_sizes", 3)
     excluded = {e["id"] for e in policy.get("exclude", [])}
+    videos = {f: e["video"] for f, e in policy.get("vae", {}).items() if "video" in e}
+
+    def carried_tiles(c):
+        v = videos.get(c["vae"])
+        if v is None:
+            return c.get("tile", 0)
+        default = v["frames"] if v["walk"] == "tiles" else 0
+        return "%df" % (0 if v["walk"] == "causal" else c.get("temporal_tile", default))
+
     carried = {
-        (c["vae"], c["op"], c.get("tile", 0), c["conv_backend"], c["allocator"], c["os"], c["dtype"])
+        (c["vae"], c["op"], carried_tiles(c), c["conv_backend"], c["allocator"], c["os"], c["dtype"])
         for c in policy.get("carry", [])
     }
     specific = [(o["conv_backend"], o.get("allocator", "*")) for o in policy.get("os_specific", [])]
+    copies = {op: number(v) for op, v in policy.get("video", {}).get("clip_copies", {}).items()}
     lines = {}
     for p in points:
         if p["id"] in excluded:
             continue
         per_os = any(b == p["conv_backend"] and a in ("*", p["allocator"]) for b, a in specific)
-        key = (p["vae"], p["op"], p["tile"], p["conv_backend"], p["allocator"], p["os"] if per_os else "any", p["dtype"])
-        lines.setdefault(key, []).append((p["pixels"], p["demand_bytes"]))
+        os_ = p["os"] if per_os else "any"
+        if p["vae"] in videos:
+            tiles, x, y = video_point(p, videos[p["vae"]], copies.get(p["op"], Fraction(0)))
+        else:
+            tiles, x, y = p["tile"], p["pixels"], p["demand_bytes"]
+        key = (p["vae"], p["op"], tiles, p["conv_backend"], p["allocator"], os_, p["dtype"])
+        lines.setdefault(key, []).append((x, y))
     out = {}
     for key, pts in sorted(lines.items()):
         if key in carried or len({x for x, _ in pts}) < min_sizes:
