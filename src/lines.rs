@@ -49,6 +49,8 @@ pub struct PricedPoint {
     pub reserve: Option<u64>,
     /// Made on a simulated device (`Point::is_simulated`).
     pub simulated: bool,
+    /// The device the point was measured on, as its row names it.
+    pub device: Option<Text>,
 }
 
 /// A line with everything `fit`, `emit` and `verify` need to know about it.
@@ -187,6 +189,7 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
                 demand: p.demand_bytes,
                 reserve,
                 simulated: p.is_simulated(),
+                device: p.device.clone(),
             })
         })
         .collect::<Result<_>>()?;
@@ -225,6 +228,14 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
         exceptions,
         reason,
     })
+}
+
+impl Line {
+    /// The devices its points were measured on, each once, sorted.
+    pub fn devices(&self) -> Vec<String> {
+        let set: std::collections::BTreeSet<&str> = self.points.iter().filter_map(|p| p.device.as_deref()).collect();
+        set.into_iter().map(str::to_string).collect()
+    }
 }
 
 /// The shipped slope as a decimal with two places.

@@ -614,3 +614,44 @@ fn mps_past_two_to_the_31_warns_and_plan_tiles() {
     assert_eq!(plan["verdict"], "tiled", "{plan}");
     assert!(plan["reasons"][0].as_str().unwrap().contains("wrong output"), "{}", plan["reasons"]);
 }
+
+/// An answer says which measured devices the line that priced it rests on:
+/// exactly the devices of that line's points, and an edit of a shipped
+/// line's `devices` is a `verify` finding.
+#[test]
+fn an_answer_names_the_devices_its_line_was_measured_on() {
+    let out = on_data_root()
+        .args(["--format", "json", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let answer = json_of(&out);
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data_root().join("fits/vae.json")).unwrap()).unwrap();
+    let line = file["lines"].as_array().unwrap().iter().find(|l| key_of(l) == key_of(&answer["priced_by"])).unwrap();
+    let store: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data_root().join("measurements/vae.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = line["point_ids"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    let mut devices: Vec<String> = store["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| ids.contains(&p["id"].as_str().unwrap()))
+        .filter_map(|p| p["device"].as_str().map(str::to_string))
+        .collect();
+    devices.sort();
+    devices.dedup();
+    assert!(!devices.is_empty());
+    assert_eq!(answer["measured_on"], serde_json::json!(devices));
+    let human = on_data_root().args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"]).output().unwrap();
+    assert!(stdout_of(&human).contains(&format!("measured on   {}", devices.join("; "))), "{}", stdout_of(&human));
+    // A hand edit of the devices is caught.
+    let root = scratch();
+    let f = root.path().join("fits/vae.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    v["lines"][0]["devices"] = serde_json::json!(["NVIDIA GeForce RTX 5090"]);
+    std::fs::write(&f, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "verify"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("devices"), "{}", stdout_of(&out));
+}

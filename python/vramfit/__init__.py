@@ -211,6 +211,8 @@ class _Line:
     size_range: Optional[Tuple[int, int]]
     #: Points made on a simulated device (0 in every file of real measurements).
     simulated_points: int = 0
+    #: The devices the line's points were measured on.
+    devices: Tuple[str, ...] = ()
 
     def at(self, pixels):
         per_pixel = -(-(self.slope_centi * pixels) // 100)
@@ -250,6 +252,8 @@ class Reservation:
     extrapolated: bool
     #: The pricing line's measured size range, pixels.
     size_range: Optional[Tuple[int, int]]
+    #: The devices the pricing line's points were measured on (empty: no line priced it).
+    measured_on: List[str]
     run_dtype: Detected
     loaded_dtype: str
     allocator: Detected
@@ -293,6 +297,7 @@ class Reservation:
             "legacy_bytes": self.legacy_bytes,
             "extrapolated": self.extrapolated,
             "size_range": list(self.size_range) if self.size_range else None,
+            "measured_on": list(self.measured_on),
             "run_dtype": self.run_dtype.to_dict(),
             "loaded_dtype": self.loaded_dtype,
             "allocator": self.allocator.to_dict(),
@@ -359,6 +364,7 @@ class Coefficients:
                 carried=l.get("kind") == "carried",
                 size_range=(int(rng[0]), int(rng[1])) if rng else None,
                 simulated_points=int(l.get("simulated_points", 0)),
+                devices=tuple(l.get("devices", [])),
             )
         self.ordered = sorted(self.lines.items(), key=lambda kv: kv[0].sort_key())
         self.registry = _key_field(data, "registry", where)
@@ -834,6 +840,7 @@ class Coefficients:
             legacy_bytes=legacy,
             extrapolated=extrapolated,
             size_range=size_range,
+            measured_on=list(coef.devices) if coef is not None else [],
             run_dtype=run,
             loaded_dtype=loaded,
             allocator=alloc_d,
@@ -907,6 +914,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         legacy_bytes=legacy,
         extrapolated=extrapolated,
         size_range=size_range,
+        measured_on=list(coef.devices) if coef is not None else [],
         run_dtype=run,
         loaded_dtype=loaded,
         allocator=alloc_d,

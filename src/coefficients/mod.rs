@@ -119,6 +119,11 @@ pub struct ShippedLine {
     pub exceptions: Vec<String>,
     /// Why a carried line is carried.
     pub reason: Option<String>,
+    /// The devices the line's points were measured on, each once, sorted
+    /// (empty: a carried line with no points): what an answer priced by
+    /// the line says it rests on.
+    #[serde(default)]
+    pub devices: Vec<String>,
     /// Included points made on a simulated device (ingested with
     /// `--allow-simulated`); every answer priced by the line says so.
     /// Absent when none, as in every file of real measurements.
@@ -204,6 +209,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
                 max_ratio: l.max_ratio.map(|m| m.to_decimal_ceil(4)),
                 exceptions: l.exceptions.iter().map(|e| e.to_string()).collect(),
                 reason: l.reason.clone(),
+                devices: l.devices(),
                 simulated_points: l.points.iter().filter(|p| p.simulated).count(),
             }),
         }

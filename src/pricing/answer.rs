@@ -189,6 +189,9 @@ pub struct Price {
     pub extrapolated: bool,
     /// The pricing line's measured size range, pixels.
     pub size_range: Option<[u64; 2]>,
+    /// The devices the pricing line's points were measured on (empty: no
+    /// line priced it, or a carried line with no points).
+    pub measured_on: Vec<String>,
     /// The dtype the VAE runs in and why.
     pub run_dtype: Detected<Dtype>,
     /// The dtype the weights are loaded in.

@@ -38,6 +38,8 @@ pub struct LineCoef {
     pub size_range: Option<[u64; 2]>,
     /// Points of the line made on a simulated device.
     pub simulated_points: usize,
+    /// The devices the line's points were measured on.
+    pub devices: Vec<String>,
 }
 
 impl LineCoef {
@@ -99,6 +101,7 @@ impl Coefficients {
                 carried: l.kind == crate::lines::LineKind::Carried,
                 size_range: l.size_range,
                 simulated_points: l.simulated_points,
+                devices: l.devices.clone(),
             };
             if sorted.insert(&l.key, coef).is_some() {
                 bail!("{source}: line {} appears twice", l.key);
@@ -289,6 +292,7 @@ impl Coefficients {
             legacy_bytes: Some(bytes),
             extrapolated: false,
             size_range: None,
+            measured_on: vec![],
             loaded_dtype: q.loaded_dtype.unwrap_or(run.value),
             run_dtype: run,
             allocator: allocator.detected(),
@@ -653,6 +657,7 @@ impl Pricer for Coefficients {
             legacy_bytes: s.legacy,
             extrapolated,
             size_range,
+            measured_on: s.coef.as_ref().map(|c| c.devices.clone()).unwrap_or_default(),
             loaded_dtype: s.loaded,
             tile_asked,
             warnings,

@@ -43,6 +43,9 @@ impl Report for ReserveReport {
                 if let Some(b) = p.line_bytes {
                     rows.push(("line price", format!("{} B", thousands(b))));
                 }
+                if !p.measured_on.is_empty() {
+                    rows.push(("measured on", p.measured_on.join("; ")));
+                }
                 if let Some(t) = &p.tiled {
                     rows.push((
                         "output copies",
