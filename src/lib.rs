@@ -1,17 +1,21 @@
 //! vramfit: fit, ship and audit the GPU-memory coefficients a diffusion app
 //! reserves before a VAE decode or encode.
 //!
-//! Data flows one way (`docs/DESIGN.md`, "The house"), floor by floor, and no
-//! module uses one on its own floor or above (`tests/architecture.rs` checks
-//! it): the ground ([`exact`], [`vocab`], [`registry`], [`findings`],
-//! [`fsio`], [`text`], [`par`], [`heap`]) → [`units`], [`fit`] (pure math), [`places`] (where in a file a finding is) → [`points`] → [`policy`] →
+//! Data flows one way (`docs/DESIGN.md`, "The house", the table of every
+//! module and its floor), and no module uses one on its own floor or above
+//! (`tests/architecture.rs` reads that table and checks it): the ground
+//! ([`exact`], [`vocab`], [`registry`], [`findings`], [`fsio`], [`text`],
+//! [`par`], [`heap`], [`progress`]) → [`units`], [`fit`] (pure math),
+//! [`places`] (where in a file a finding is) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
-//! [`coefficients`] (the shipped file) → [`pricing`] → [`verify`], [`plan`]
-//! → [`commands`], [`report`] → [`cli`].
+//! [`crossval`], [`coefficients`] (the shipped file) → [`pricing`] →
+//! [`verify`], [`plan`], [`diff`], [`plot`] → [`commands`], [`report`] →
+//! [`cli`].
 
 pub mod cli;
 pub mod coefficients;
 pub mod commands;
+pub mod contract;
 pub mod crossval;
 pub mod diff;
 pub mod exact;

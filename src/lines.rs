@@ -5,6 +5,7 @@
 //! `fit` shows them, `emit` ships them, `verify` re-derives them. See
 //! `docs/DESIGN.md`, "Lines".
 
+pub use crate::contract::{slope_text, LineKind};
 use crate::exact::Ratio;
 use crate::findings::Finding;
 use crate::fit::{self, Envelope, FitPoint, Rounded};
@@ -14,28 +15,6 @@ use crate::text::Text;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// How a line got its values.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum LineKind {
-    Fitted,
-    Carried,
-    /// Too few distinct sizes: not fitted; its points are priced by the unmeasured rule.
-    Insufficient,
-}
-
-impl LineKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            LineKind::Fitted => "fitted",
-            LineKind::Carried => "carried",
-            LineKind::Insufficient => "insufficient",
-        }
-    }
-}
 
 /// One included point of a line, as priced by that line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,11 +215,6 @@ impl Line {
         let set: std::collections::BTreeSet<&str> = self.points.iter().filter_map(|p| p.device.as_deref()).collect();
         set.into_iter().map(str::to_string).collect()
     }
-}
-
-/// The shipped slope as a decimal with two places.
-pub fn slope_text(slope_centi: u64) -> String {
-    crate::exact::format_scaled(i128::from(slope_centi), 2)
 }
 
 /// One line as `fit` reports it.

@@ -326,7 +326,10 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
         }
         let g = lo;
         let group = price(g, tile)?;
-        steps.push(PricedStep::of(StepRole::Group, g, &group, b.bytes));
+        if g > 1 {
+            // A group of one is the one-item pricing already listed.
+            steps.push(PricedStep::of(StepRole::Group, g, &group, b.bytes));
+        }
         steps.push(PricedStep::of(StepRole::NextGroup, g + 1, &price(g + 1, tile)?, b.bytes));
         let mut p = finish("vae", b, n, own.map_or(Verdict::Chunked, |_| Verdict::Tiled), Some(g));
         p.tile = own;

@@ -1,5 +1,6 @@
-//! The workspace: a root folder and the three files under it, named here
-//! and nowhere else, with their loaders.
+//! The workspace: a root folder and the three files under it, with their
+//! loaders. The paths are built here; the names findings and messages cite
+//! them by are `findings::{POINTS_FILE, POLICY_FILE, SHIPPED_FILE}`.
 //!
 //! - `measurements/vae.json`: the points (`ingest` writes it);
 //! - `fits/policy.toml`: the maintainer's rules (written by hand);

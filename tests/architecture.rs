@@ -7,35 +7,22 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-/// Each top-level module of `src/` and its floor.
-const FLOORS: &[(&str, u32)] = &[
-    ("exact", 0),
-    ("vocab", 0),
-    ("registry", 0),
-    ("findings", 0),
-    ("fsio", 0),
-    ("text", 0),
-    ("par", 0),
-    ("heap", 0),
-    ("progress", 0),
-    ("units", 1),
-    ("fit", 1),
-    ("places", 1),
-    ("points", 2),
-    ("policy", 3),
-    ("workspace", 4),
-    ("lines", 4),
-    ("crossval", 5),
-    ("plot", 7),
-    ("coefficients", 5),
-    ("pricing", 6),
-    ("verify", 7),
-    ("plan", 7),
-    ("diff", 7),
-    ("commands", 8),
-    ("report", 8),
-    ("cli", 9),
-];
+/// Each top-level module of `src/` and its floor, as the table of
+/// docs/DESIGN.md, "The house", gives them: the table a newcomer reads is
+/// the one the check holds the code to.
+fn floors() -> BTreeMap<String, u32> {
+    let design = fs::read_to_string(repo().join("docs/DESIGN.md")).unwrap();
+    let house = design.split("## The house").nth(1).expect("DESIGN has a house").split("\n## ").next().unwrap();
+    let mut out = BTreeMap::new();
+    for row in house.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let Ok(floor) = cells[1].parse::<u32>() else { continue };
+        for name in cells[2].split(',').map(|n| n.trim().trim_matches('`')) {
+            assert!(out.insert(name.to_string(), floor).is_none(), "DESIGN lists `{name}` twice");
+        }
+    }
+    out
+}
 
 /// The top-level module a file of `src/` belongs to.
 fn module_of(rel: &str) -> String {
@@ -70,7 +57,7 @@ fn uses(text: &str) -> Vec<String> {
 
 #[test]
 fn no_import_runs_back_up_and_no_floor_uses_itself() {
-    let floors: BTreeMap<&str, u32> = FLOORS.iter().copied().collect();
+    let floors = floors();
     let src = repo().join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -105,4 +92,43 @@ fn the_check_sees_an_import_that_runs_back_up() {
     let found =
         uses("use crate::policy::Registry;\n// crate::cli in a comment\nfn f() { crate::units::mib_up(1, 0); }");
     assert_eq!(found, ["policy", "units"]);
+}
+
+/// The table lists every top-level module of `src/` (and `main`), and
+/// nothing that is not there.
+#[test]
+fn the_design_table_names_every_module_and_no_other() {
+    let mut found = std::collections::BTreeSet::new();
+    for e in fs::read_dir(repo().join("src")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        let module = name.strip_suffix(".rs").unwrap_or(&name).to_string();
+        if module != "lib" {
+            found.insert(module);
+        }
+    }
+    let listed: std::collections::BTreeSet<String> = floors().into_keys().collect();
+    let missing: Vec<&String> = found.difference(&listed).collect();
+    let extra: Vec<&String> = listed.difference(&found).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "docs/DESIGN.md's house table: missing {missing:?}, extra {extra:?}"
+    );
+}
+
+/// Pricing is what a runtime does with the shipped file: it imports the
+/// contract and the ground floor, and nothing maintainer-side.
+#[test]
+fn pricing_imports_nothing_maintainer_side() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src/pricing"), &mut files);
+    assert!(files.len() >= 5);
+    let mut bad = Vec::new();
+    for f in files {
+        for to in uses(&fs::read_to_string(&f).unwrap()) {
+            if ["points", "policy", "lines", "coefficients", "workspace", "crossval"].contains(&to.as_str()) {
+                bad.push(format!("{}: crate::{to}", f.display()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "pricing imports maintainer-side modules:\n{}", bad.join("\n"));
 }

@@ -559,7 +559,7 @@ fn a_row_given_twice_is_reported_and_counted_once() {
 
 #[test]
 fn the_readme_invokeai_example_runs_on_a_fresh_clone() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/data.md")).unwrap();
     let after = readme.split("<!-- invokeai-example -->").nth(1).expect("the README marks the example");
     let script = after.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).unwrap();
     let scratch = tempfile::tempdir().unwrap();

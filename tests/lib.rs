@@ -5,6 +5,7 @@ mod architecture;
 mod common;
 mod crossval;
 mod diff;
+mod doc_examples;
 mod fit;
 mod fuzz;
 mod hand_edits;

@@ -373,7 +373,7 @@ fn table_output_names_the_verdict_and_budget() {
         .output()
         .unwrap();
     let s = stdout_of(&out);
-    assert!(s.starts_with("CHUNKED: 10 groups of up to 24 of 240 items\n"), "{s}");
+    assert!(s.starts_with("CHUNKED: 10 groups of up to 24 items (240 in all)\n"), "{s}");
     assert!(s.contains("budget     1024 MiB (1073741824 B) from cap (below share 0.25 × free 20480 MiB)"), "{s}");
 }
 
@@ -399,4 +399,31 @@ fn rocm_attention_makes_plan_tile() {
     ta.extend(["--tile", &t]);
     assert_eq!(j["peak_bytes"].as_u64().unwrap(), reserve_bytes(&ta));
     assert!(j["peak_bytes"].as_u64().unwrap() <= 40 * GIB);
+}
+
+/// `plan`'s words say what each pricing was for: no "groups of up to 1",
+/// and no two "priced by" rows that read the same.
+#[test]
+fn plan_rows_are_unambiguous() {
+    for batch in ["2", "4", "16"] {
+        for free in ["6GiB", "12GiB", "24GiB"] {
+            let out = on_data_root()
+                .args(["plan", "sdxl", "decode", "2048x2048", "--dtype", "fp16", "--os", "linux"])
+                .args(["--batch", batch, "--free", free])
+                .output()
+                .unwrap();
+            let text = stdout_of(&out);
+            assert!(!text.contains("up to 1 "), "{batch} in {free}: {text}");
+            let rows: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.contains("priced by:"))
+                .skip(1)
+                .take_while(|l| l.starts_with("    "))
+                .collect();
+            assert!(!rows.is_empty(), "{text}");
+            let labels: Vec<&str> = rows.iter().map(|r| r.trim().split("  ").next().unwrap()).collect();
+            let distinct: std::collections::BTreeSet<&&str> = labels.iter().collect();
+            assert_eq!(distinct.len(), labels.len(), "{batch} in {free}: {text}");
+        }
+    }
 }

@@ -371,25 +371,3 @@ fn video_declarations_are_checked_where_they_are_written() {
         assert!(err.contains("policy.toml") && err.contains(words), "{to}: {err}");
     }
 }
-
-/// The README's video examples, run as written on the tests' video root
-/// (its figures are the shipped LTX-2.5 data's): every line they show
-/// (but the elided `…`) is in the output.
-#[test]
-fn the_readme_video_examples_are_what_vramfit_prints() {
-    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
-    for mark in ["<!-- video-reserve -->", "<!-- video-plan -->"] {
-        let block = readme.split(mark).nth(1).expect("the README marks its video examples");
-        let block = block.split("```console").nth(1).unwrap().split("```").next().unwrap();
-        let mut lines = block.lines().filter(|l| !l.trim().is_empty());
-        let command = lines.next().unwrap().strip_prefix("$ vramfit ").unwrap();
-        let out = on_video_root().args(command.split_whitespace()).output().unwrap();
-        assert!(out.status.success(), "{command}: {}", stderr_of(&out));
-        let printed = stdout_of(&out);
-        for shown in lines {
-            for part in shown.split('…').map(str::trim).filter(|p| !p.is_empty() && *p != "-") {
-                assert!(printed.contains(part), "{command}: the README shows `{part}`; vramfit printed:\n{printed}");
-            }
-        }
-    }
-}

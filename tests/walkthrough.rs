@@ -1,4 +1,4 @@
-//! The README's walk-through "I measured a new GPU", run as written on a
+//! The walk-through of docs/harness.md "I measured a new GPU", run as written on a
 //! copy of the shipped files with a generated new GPU, then the checks CI
 //! runs on the data: new measurements must pass without touching a test.
 
@@ -6,9 +6,9 @@ use crate::common::*;
 use std::fs;
 use std::process::Command as Process;
 
-/// The commands of the README block marked `<!-- walkthrough -->`.
+/// The commands of docs/harness.md's block marked `<!-- walkthrough -->`.
 fn walkthrough_commands() -> Vec<Vec<String>> {
-    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = fs::read_to_string(repo().join("docs/harness.md")).unwrap();
     let block = readme.split("<!-- walkthrough -->").nth(1).expect("the README marks its walk-through");
     let body = block.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
     body.lines()

@@ -7,173 +7,15 @@
 pub mod emit;
 pub mod fields;
 
+pub use crate::contract::file::{
+    CoefficientsFile, Digests, InsufficientLine, Resolution, ShippedEnvelope, ShippedLine, Unmeasured, EMBEDDED,
+    FORMAT, VERSION,
+};
 use crate::exact::{Ratio, MIB};
 use crate::lines::{slope_text, Line, LineKind};
-use crate::points::LineKey;
-use crate::policy::{AllocatorDefault, Attention, Legacy, OsSpecific, Policy, Tiling};
-use crate::registry::VaeEntry;
-use crate::vocab::Allocator;
+use crate::policy::Policy;
 use anyhow::{anyhow, bail, Result};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::Path;
-
-pub const FORMAT: &str = "vramfit-coefficients";
-
-/// The shipped `fits/vae.json`, compiled in so `reserve` and `plan` work
-/// from any folder and after `cargo install`.
-pub const EMBEDDED: &str = include_str!("../../fits/vae.json");
-pub const VERSION: u32 = 2;
-
-/// The shipped file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CoefficientsFile {
-    /// Always `vramfit-coefficients`.
-    pub format: String,
-    /// Schema version (2).
-    pub version: u32,
-    /// Margin applied to the envelope before rounding, exact decimal.
-    pub margin: Ratio,
-    /// Largest allowed `reserve / demand` outside listed exceptions.
-    pub ratio_bound: Ratio,
-    /// Distinct sizes a line needs to be fitted.
-    pub min_sizes: usize,
-    /// Rounding steps of the shipped values.
-    pub resolution: Resolution,
-    /// How a runtime evaluates a line, in words.
-    pub formula: String,
-    /// Fitted and carried lines, sorted by key.
-    pub lines: Vec<ShippedLine>,
-    /// Keys with points but too few sizes: priced by the unmeasured rule.
-    pub insufficient: Vec<InsufficientLine>,
-    /// The rule for a key with no line.
-    pub unmeasured: Unmeasured,
-    /// How a cast's weight growth is added, in words.
-    pub cast_growth: String,
-    /// The previous estimator, the floor of the unmeasured rule.
-    pub legacy: Option<Legacy>,
-    /// VAE families, model names and weight counts.
-    pub registry: BTreeMap<String, VaeEntry>,
-    /// `(conv_backend, allocator)` pairs whose lines keep their OS; a null
-    /// allocator means every allocator.
-    pub os_specific: Vec<OsSpecific>,
-    /// The allocator a platform runs when nothing is configured.
-    pub allocator_defaults: Vec<AllocatorDefault>,
-    /// The allocator when no `allocator_defaults` entry matches.
-    pub default_allocator: Allocator,
-    /// Tile edges `plan` may fall back to, largest first.
-    pub tiles: Vec<u32>,
-    /// The derived-tile rule: a tile with no line of its own on a platform
-    /// whose untiled line exists (null: no such rule; the unmeasured rule prices it).
-    pub tiling: Option<Tiling>,
-    /// The attention phase of math-kernel platforms (null: none declared).
-    pub attention: Option<Attention>,
-    /// Video families' clip copies and hosts' estimates (absent: none declared).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub video: Option<crate::policy::video::VideoPolicy>,
-    /// Digests of the inputs this file was emitted from.
-    pub digests: Digests,
-}
-
-/// Rounding steps.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Resolution {
-    /// Slopes are multiples of this many bytes per pixel.
-    pub slope_bytes_per_pixel: String,
-    /// Bases are whole multiples of this many bytes (one MiB).
-    pub base_bytes: u64,
-}
-
-/// A fitted or carried line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-// The loader refuses unknown fields here too (through the field walk).
-#[schemars(deny_unknown_fields)]
-pub struct ShippedLine {
-    #[serde(flatten)]
-    pub key: LineKey,
-    /// `fitted` or `carried` (never `insufficient`: those are listed apart).
-    pub kind: LineKind,
-    /// Bytes per pixel, two decimals, rounded up.
-    pub slope: String,
-    /// MiB, rounded up.
-    pub base_mib: u64,
-    /// Included points behind the line.
-    pub points: usize,
-    pub distinct_sizes: usize,
-    /// Smallest and largest measured size in pixels (null: no points).
-    pub size_range: Option<[u64; 2]>,
-    /// Ids of the points that pin the envelope.
-    pub support: Vec<String>,
-    /// `edge`, `origin`, `flat` or `single-size` (fitted lines).
-    pub support_kind: Option<String>,
-    /// The unrounded optimum as exact fractions (fitted lines).
-    pub envelope: Option<ShippedEnvelope>,
-    /// SHA-256 over `id\tpixels\tdemand\n` of the points, sorted by id.
-    pub points_digest: String,
-    /// The included points' ids.
-    pub point_ids: Vec<crate::text::Text>,
-    /// Largest `reserve / demand`, four decimals rounded up (null: no points).
-    pub max_ratio: Option<String>,
-    /// Listed exceptions among the points.
-    pub exceptions: Vec<String>,
-    /// Why a carried line is carried.
-    pub reason: Option<String>,
-    /// The devices the line's points were measured on, each once, sorted
-    /// (empty: a carried line with no points): what an answer priced by
-    /// the line says it rests on.
-    #[serde(default)]
-    pub devices: Vec<String>,
-    /// Included points made on a simulated device (ingested with
-    /// `--allow-simulated`); every answer priced by the line says so.
-    /// Absent when none, as in every file of real measurements.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub simulated_points: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// The unrounded envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ShippedEnvelope {
-    /// Bytes per pixel, `num/den`.
-    pub slope: String,
-    /// Bytes, `num/den`.
-    pub base: String,
-}
-
-/// A key with points too few to fit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-// The loader refuses unknown fields here too (through the field walk).
-#[schemars(deny_unknown_fields)]
-pub struct InsufficientLine {
-    #[serde(flatten)]
-    pub key: LineKey,
-    pub points: usize,
-    pub distinct_sizes: usize,
-    pub points_digest: String,
-    pub point_ids: Vec<crate::text::Text>,
-    pub reason: String,
-}
-
-/// The unmeasured-platform rule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Unmeasured {
-    pub rule: String,
-    pub description: String,
-}
-
-/// Input digests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Digests {
-    /// SHA-256 of the canonical form of `measurements/vae.json` (points
-    /// sorted by id), so the order points are stored in does not matter.
-    pub points: String,
-    /// SHA-256 of `fits/policy.toml`.
-    pub policy: String,
-}
 
 /// Builds the shipped file from assembled lines.
 pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest: &str) -> CoefficientsFile {
@@ -380,22 +222,4 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
 /// Reads a shipped file.
 pub fn load(file: &Path) -> Result<CoefficientsFile> {
     parse(&crate::fsio::read_text(file)?, &crate::fsio::shown(file))
-}
-
-impl ShippedLine {
-    /// The shipped slope in hundredths of a byte per pixel.
-    pub fn slope_centi(&self) -> Result<u64> {
-        let r = crate::exact::parse_decimal(&self.slope).map_err(|e| anyhow!("line {}: slope: {e}", self.key))?;
-        let c = r.checked_mul(Ratio::int(100))?;
-        if c.den() != 1 {
-            bail!("line {}: slope '{}' has more than two decimals", self.key, self.slope);
-        }
-        u64::try_from(c.num()).map_err(|_| anyhow!("line {}: slope too large", self.key))
-    }
-
-    /// The unrounded envelope, when the file has one.
-    pub fn envelope_values(&self) -> Option<(Ratio, Ratio)> {
-        let e = self.envelope.as_ref()?;
-        Some((Ratio::parse_fraction(&e.slope)?, Ratio::parse_fraction(&e.base)?))
-    }
 }

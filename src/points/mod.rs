@@ -12,11 +12,11 @@ pub mod stream;
 pub mod summary;
 mod wire;
 
+pub use crate::contract::LineKey;
 use crate::text::Text;
-use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
+use crate::vocab::{Aggregate, Context, Dtype};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// One measured demand of one run configuration (docs/DESIGN.md, "Points").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -73,54 +73,6 @@ pub struct Point {
     pub note: Option<Text>,
     /// Columns vramfit does not know, kept verbatim.
     pub metadata: BTreeMap<String, String>,
-}
-
-/// The seven fields that decide which line a point belongs to (docs/DESIGN.md, "Points"),
-/// and an eighth for a video VAE: the temporal tile.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LineKey {
-    pub vae: Text,
-    pub op: Op,
-    /// Spatial tile edge, pixels (0: untiled). A video line's key holds 0:
-    /// its spatial tile is in the working set it is fitted against.
-    pub tile: u32,
-    /// Absent for an image VAE. For a video VAE: on a point, the temporal
-    /// tile it ran with (absent: none); on a line, the temporal tile every
-    /// point and query of the line runs with, 0 for none (docs/DESIGN.md, "Video").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temporal_tile: Option<u32>,
-    pub conv_backend: ConvBackend,
-    pub allocator: Allocator,
-    pub os: Os,
-    pub dtype: Dtype,
-}
-
-impl fmt::Display for LineKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/{}/{}/{}/{}",
-            self.vae,
-            self.op,
-            self.tiles_text(),
-            self.conv_backend,
-            self.allocator,
-            self.os
-        )?;
-        write!(f, "/{}", self.dtype)
-    }
-}
-
-impl LineKey {
-    /// The key text's tile segment ([`crate::vocab::tiles_text`]).
-    pub fn tiles_text(&self) -> String {
-        crate::vocab::tiles_text(self.tile, self.temporal_tile)
-    }
-
-    /// Reads a tile segment ([`crate::vocab::parse_tiles`]).
-    pub fn parse_tiles(text: &str) -> Option<(u32, Option<u32>)> {
-        crate::vocab::parse_tiles(text)
-    }
 }
 
 fn one() -> u64 {

@@ -4,7 +4,7 @@
 //! rules that compute an answer live in the parent module.
 
 use super::platform::{AllocatorWhy, Detected, EnvSnapshot};
-use crate::points::LineKey;
+use crate::contract::LineKey;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use anyhow::Result;
 use serde::Serialize;
@@ -70,15 +70,6 @@ impl Query {
     }
 }
 
-impl Query {
-    /// A point's own query: its key and size, its frames and temporal tile.
-    pub fn at_point(p: &crate::points::Point) -> Query {
-        // A point's absent temporal tile is none (0), not the family's default.
-        let temporal_tile = Some(p.key.temporal_tile.unwrap_or(0));
-        Query { frames: p.frames, temporal_tile, ..Query::at_key(&p.key, p.width, p.height, p.batch) }
-    }
-}
-
 /// Which rule set the price.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -135,7 +126,7 @@ pub struct Slope(pub u64);
 
 impl std::fmt::Display for Slope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::lines::slope_text(self.0))
+        f.write_str(&crate::contract::slope_text(self.0))
     }
 }
 

@@ -3,7 +3,7 @@
 //! a phase of their own, and a price is the larger of it and the line's.
 
 use super::{AttentionTerms, Coefficients, Query, Rule};
-use crate::points::LineKey;
+use crate::contract::LineKey;
 use anyhow::{anyhow, Result};
 
 impl Coefficients {
@@ -49,7 +49,7 @@ impl Coefficients {
 
 /// A query's attention phase, as numbers (the words are made by `price`).
 pub(super) struct AttnOn<'a> {
-    pub(super) platform: &'a crate::policy::AttentionPlatform,
+    pub(super) platform: &'a crate::contract::AttentionPlatform,
     pub(super) sequence: u64,
     pub(super) heads: u64,
     pub(super) score_bytes: u64,

@@ -5,8 +5,8 @@
 //! item at once, so the tiled figure scales with the batch here, as the
 //! untiled one does through `x = width × height × batch`.
 
+use crate::contract::Legacy;
 use crate::exact::{Ratio, MIB};
-use crate::policy::Legacy;
 use crate::vocab::{ConvBackend, Dtype, Op};
 
 /// The legacy estimate in bytes, or None where the table has no element

@@ -15,11 +15,10 @@ pub use answer::{
     Slope, TileTerms, VideoTerms,
 };
 
-use crate::coefficients::CoefficientsFile;
+use crate::contract::CoefficientsFile;
+use crate::contract::{is_os_specific, LineKey};
 use crate::exact::MIB;
 use crate::fit::reserve_bytes;
-use crate::points::LineKey;
-use crate::policy::is_os_specific;
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
@@ -98,7 +97,7 @@ impl Coefficients {
             let coef = LineCoef {
                 slope_centi: l.slope_centi()?,
                 base_mib: l.base_mib,
-                carried: l.kind == crate::lines::LineKind::Carried,
+                carried: l.kind == crate::contract::LineKind::Carried,
                 size_range: l.size_range,
                 simulated_points: l.simulated_points,
                 devices: l.devices.clone(),

@@ -2,7 +2,7 @@
 //! Reads an injected [`EnvSnapshot`], never the process environment, so a
 //! developer's own variables never change a test or a check.
 
-use crate::policy::AllocatorDefault;
+use crate::contract::AllocatorDefault;
 use crate::vocab::{Allocator, ConvBackend, Os};
 use serde::Serialize;
 use std::collections::BTreeMap;

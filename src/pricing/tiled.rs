@@ -3,13 +3,13 @@
 //! plus the output copies the host keeps while it blends the tiles.
 
 use super::{Coefficients, Query, TileTerms};
-use crate::points::LineKey;
+use crate::contract::LineKey;
 use crate::pricing::platform::Detected;
 use anyhow::{anyhow, bail, Result};
 
 impl Coefficients {
     /// The host a derived tile is priced for: `--host`, else the file's default.
-    pub(super) fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::policy::TilingHost, bool)>> {
+    pub(super) fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::contract::TilingHost, bool)>> {
         let Some(t) = self.file.tiling.as_ref() else {
             return match &q.host {
                 Some(h) => bail!("--host {h}: these coefficients declare no tiling hosts"),
@@ -51,7 +51,7 @@ pub(super) struct TileOn<'a> {
     pub(super) host: &'a str,
     /// Whether `--host` named it (else the file's default).
     pub(super) given: bool,
-    pub(super) h: &'a crate::policy::TilingHost,
+    pub(super) h: &'a crate::contract::TilingHost,
     pub(super) tile_pixels: u64,
     pub(super) copies_bytes: u64,
 }

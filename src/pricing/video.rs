@@ -5,9 +5,9 @@
 
 use super::answer::{EstimateTerm, VideoTerms};
 use super::{Coefficients, LineCoef, Rule};
+use crate::contract::video::{Estimate, Run};
+use crate::contract::LineKey;
 use crate::exact::Ratio;
-use crate::points::LineKey;
-use crate::policy::video::{Estimate, Run};
 use crate::registry::VideoFacts;
 use anyhow::{anyhow, bail, Result};
 

@@ -17,9 +17,13 @@ impl Report for Plan {
             (Some(t), _, _) if self.steps.iter().any(|st| st.role == crate::plan::StepRole::Tile) => {
                 format!(": {}, one item at a time ({n} item(s))", tiles(t))
             }
-            (Some(t), Some(g), Some(k)) if k > 1 => format!(": {}, {k} groups of up to {g} of {n} items", tiles(t)),
+            (Some(t), Some(1), Some(k)) if k > 1 => format!(": {}, one item at a time ({n} items)", tiles(t)),
+            (Some(t), Some(g), Some(k)) if k > 1 => {
+                format!(": {}, {k} groups of up to {g} items ({n} in all)", tiles(t))
+            }
             (Some(t), _, _) => format!(": {}, all {n} item(s) at once", tiles(t)),
-            (None, Some(g), Some(k)) if k > 1 => format!(": {k} groups of up to {g} of {n} items"),
+            (None, Some(1), Some(k)) if k > 1 => format!(": one item at a time ({n} items)"),
+            (None, Some(g), Some(k)) if k > 1 => format!(": {k} groups of up to {g} items ({n} in all)"),
             (None, Some(_), Some(_)) => format!(": all {n} item(s) at once"),
             _ => format!(": {n} item(s) on the host"),
         });
@@ -58,7 +62,15 @@ impl Report for Plan {
         if !self.steps.is_empty() {
             s.push_str("  priced by:\n");
             for st in &self.steps {
-                let items = if st.batch == 1 { "1 item".to_string() } else { format!("{} items", st.batch) };
+                // What each pricing was for, so no two rows read the same.
+                let items = match (st.role, st.batch) {
+                    (crate::plan::StepRole::All, 1) => "the item".to_string(),
+                    (crate::plan::StepRole::All, b) => format!("all {b} items"),
+                    (crate::plan::StepRole::One, _) => "one item".to_string(),
+                    (crate::plan::StepRole::Group, b) => format!("a group of {b}"),
+                    (crate::plan::StepRole::NextGroup, b) => format!("a group of {b}"),
+                    (crate::plan::StepRole::Tile, _) => "one item".to_string(),
+                };
                 let what = match (st.tile, st.temporal_tile) {
                     (0, None) => items,
                     (t, None) => format!("{items}, tile {t}"),
@@ -72,7 +84,12 @@ impl Report for Plan {
                     _ => st.line.to_string(),
                 };
                 let extra = if st.extrapolated { ", extrapolated" } else { "" };
-                s.push_str(&format!("    {what:<20} {:>10}  {} {by}{extra}\n", mib(st.bytes), st.rule.as_str()));
+                let fits = if st.fits { "fits" } else { "over" };
+                s.push_str(&format!(
+                    "    {what:<24} {:>10} {fits:<5} {} {by}{extra}\n",
+                    mib(st.bytes),
+                    st.rule.as_str()
+                ));
             }
         }
         for w in &self.warnings {

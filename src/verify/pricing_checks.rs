@@ -59,6 +59,13 @@ pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
     }
 }
 
+/// A point's own query: its key and size, its frames and temporal tile (a
+/// point's absent temporal tile is none, 0, not the family's default).
+pub(super) fn point_query(p: &Point) -> Query {
+    let temporal_tile = Some(p.key.temporal_tile.unwrap_or(0));
+    Query { frames: p.frames, temporal_tile, ..Query::at_key(&p.key, p.width, p.height, p.batch) }
+}
+
 /// Prices a slice of points: their findings, and the ids above the bound
 /// (exceptions included, so a stale exception can be told apart).
 fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec<Finding>, Vec<Text>) {
@@ -67,7 +74,7 @@ fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec
     for p in points {
         // Formatted only for a finding: most points have none.
         let line = || policy.line_key(p).to_string();
-        let q = Query::at_point(p);
+        let q = point_query(p);
         let price = match pricer.quote(&q, &EnvSnapshot::default()) {
             Ok(pr) => pr,
             Err(e) => {

@@ -1,0 +1,23 @@
+//! The contract between vramfit and a runtime (docs/DESIGN.md, "The
+//! contract"): the types of the shipped coefficients file and the formulas
+//! a runtime prices with them. `pricing` builds its answers from this
+//! module alone (with the ground floor's vocabularies and exact numbers);
+//! the Python package (`python/vramfit`) mirrors it. The maintainer's side
+//! (`points`, `policy`, `lines`, `coefficients`) re-exports what it shares
+//! from here, so one type has one home.
+
+pub mod file;
+pub mod key;
+pub mod rules;
+pub mod video;
+
+pub use file::slope_text;
+pub use file::{
+    CoefficientsFile, Digests, InsufficientLine, LineKind, Resolution, ShippedEnvelope, ShippedLine, Unmeasured,
+    EMBEDDED, FORMAT, VERSION,
+};
+pub use key::LineKey;
+pub use rules::{
+    is_os_specific, AllocatorDefault, Attention, AttentionPlatform, Legacy, LegacyK, OsSpecific, Tiling, TilingHost,
+    ATTENTION_FORMULA, DERIVED_TILE_FORMULA,
+};
