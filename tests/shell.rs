@@ -102,3 +102,62 @@ fn every_subcommand_prints_exactly_the_formats_the_help_lists() {
         }
     }
 }
+
+/// The man page refers to no page that is not installed, and documents
+/// each subcommand's own options in a section of its own.
+#[test]
+fn the_man_page_is_one_page_with_every_subcommands_options() {
+    let page = stdout(&["man"]);
+    assert!(!page.contains("vramfit\\-ingest(1)") && !page.contains("(1)\n.br"), "no page is referred to");
+    for (sub, option) in [
+        ("RESERVE", "\\-\\-temporal\\-tile"),
+        ("PLAN", "\\-\\-free"),
+        ("POINTS", "\\-\\-line"),
+        ("INGEST", "\\-\\-from"),
+    ] {
+        let section =
+            page.split(&format!(".SH \"VRAMFIT {sub}\"")).nth(1).unwrap_or_else(|| panic!("{sub}: no section"));
+        let section = section.split("\n.SH ").next().unwrap();
+        assert!(section.contains(option), "{sub} lacks {option}");
+        assert!(section.contains(".SS Options"), "{sub}");
+    }
+}
+
+/// Completions offer the values an option takes: the vocabularies and the
+/// registered model names; `--help` lists a command's own options before
+/// the global ones, and only the formats it prints.
+#[test]
+fn completions_and_help_offer_the_values_each_option_takes() {
+    let bash = stdout(&["completions", "bash"]);
+    for value in [
+        "fp16 bf16 fp32",
+        "cudnn miopen mps xpu cpu",
+        "auto native cudaMallocAsync expandable_segments",
+        "sdxl",
+        "ltx-2",
+    ] {
+        assert!(bash.contains(value), "bash completion lacks `{value}`");
+    }
+    let help = stdout(&["reserve", "--help"]);
+    let at = |s: &str| help.find(s).unwrap_or_else(|| panic!("{s} not in reserve --help"));
+    assert!(
+        at("--batch <") < at("--tile <") && at("--tile <") < at("--root <") && at("--strict") < at("--format <"),
+        "{help}"
+    );
+    assert!(help.contains("Output format: table|json") && !help.contains("markdown"), "{help}");
+    let plan = stdout(&["plan", "--help"]);
+    assert!(plan.contains("Items to run"), "{plan}");
+    assert!(!stdout(&["reserve", "--help"]).contains("for `plan`"));
+    // Every option of every subcommand has a description.
+    for sub in SUBCOMMANDS {
+        let help = stdout(&[sub, "--help"]);
+        let options = help.split("\nExamples:").next().unwrap();
+        let lines: Vec<&str> = options.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.trim_start().starts_with("--") && l.starts_with("      --") {
+                let next = lines.get(i + 1).map_or("", |n| n.trim());
+                assert!(!next.is_empty() && !next.starts_with("--"), "{sub}: `{}` has no description", l.trim());
+            }
+        }
+    }
+}

@@ -19,13 +19,13 @@ Exit codes: 0 success, 1 findings, 2 usage or input error."
 pub(super) struct Cli {
     /// Folder holding measurements/ and fits/ [default: the current folder;
     /// `reserve` and `plan` use the compiled-in coefficients unless given].
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", display_order = 1000)]
     pub(super) root: Option<PathBuf>,
     /// Output format (each subcommand below lists the ones it prints).
-    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table, display_order = 1001)]
     pub(super) format: FormatArg,
     /// Colour errors and warnings: auto (on a terminal; NO_COLOR and CLICOLOR_FORCE are honoured), always, never.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", display_order = 1002)]
     pub(super) color: ColorChoice,
     #[command(subcommand)]
     pub(super) command: Command,
@@ -196,7 +196,7 @@ pub(super) struct IngestArgs {
 #[derive(Args, Debug, Clone)]
 pub(super) struct QueryArgs {
     /// Model or family (sdxl, sd15, sd, flux1, …).
-    #[arg(value_name = "MODEL")]
+    #[arg(value_name = "MODEL", value_parser = model_names(), hide_possible_values = true)]
     pub(super) model: String,
     /// decode or encode.
     #[arg(value_name = "OP")]
@@ -211,7 +211,7 @@ pub(super) struct QueryArgs {
 /// The flags of a query, shared by `reserve` and `plan`.
 #[derive(Args, Debug, Clone)]
 pub(super) struct QueryFlags {
-    /// Images in the batch (for `plan`: the number of items).
+    /// Images priced together.
     #[arg(long, default_value_t = 1)]
     pub(super) batch: u64,
     /// Tile edge in pixels (0 = untiled; a multiple of 8).
@@ -229,22 +229,22 @@ pub(super) struct QueryFlags {
     #[arg(long)]
     pub(super) host: Option<String>,
     /// The dtype the VAE runs in (fp16, bf16, fp32, or PyTorch names).
-    #[arg(long)]
+    #[arg(long, value_parser = dtypes())]
     pub(super) dtype: Option<Dtype>,
     /// The dtype the weights are loaded in (default: the run dtype).
-    #[arg(long)]
+    #[arg(long, value_parser = dtypes())]
     pub(super) loaded_dtype: Option<Dtype>,
     /// SD nodes' switch: false runs fp16 whatever the loaded dtype, true runs fp32.
     #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
     pub(super) fp32: Option<bool>,
     /// cudnn (CUDA), miopen (ROCm), mps, xpu or cpu.
-    #[arg(long = "backend", alias = "conv-backend", default_value = "cudnn")]
+    #[arg(long = "backend", alias = "conv-backend", default_value = "cudnn", value_parser = backends())]
     pub(super) backend: ConvBackend,
     /// auto (read PYTORCH_*_ALLOC_CONF as PyTorch does), native, cudaMallocAsync, expandable_segments.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = query_allocators())]
     pub(super) allocator: String,
     /// auto (the host), linux, windows or macos.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = query_oses())]
     pub(super) os: String,
     /// A coefficients file to price with (default: fits/vae.json under --root, else the compiled-in copy).
     #[arg(long, value_name = "FILE")]
@@ -387,23 +387,25 @@ pub(super) struct EmitArgs {
 #[derive(Args, Debug)]
 pub(super) struct PointsArgs {
     /// Family or model name (sd, sdxl, flux1, …).
-    #[arg(long)]
+    #[arg(long, value_parser = model_names(), hide_possible_values = true)]
     pub(super) vae: Option<String>,
+    /// decode or encode.
     #[arg(long)]
     pub(super) op: Option<Op>,
+    /// Tile edge in pixels (0: untiled points only).
     #[arg(long)]
     pub(super) tile: Option<u32>,
     /// cudnn, miopen, mps, xpu, cpu.
-    #[arg(long = "backend", alias = "conv-backend")]
+    #[arg(long = "backend", alias = "conv-backend", value_parser = backends())]
     pub(super) backend: Option<ConvBackend>,
     /// native, cudaMallocAsync, expandable_segments.
-    #[arg(long)]
+    #[arg(long, value_parser = allocators())]
     pub(super) allocator: Option<Allocator>,
     /// linux, windows, macos, any.
-    #[arg(long)]
+    #[arg(long, value_parser = oses())]
     pub(super) os: Option<Os>,
     /// fp16, bf16, fp32 (or PyTorch names).
-    #[arg(long)]
+    #[arg(long, value_parser = dtypes())]
     pub(super) dtype: Option<Dtype>,
     /// Substring of the point id.
     #[arg(long)]
@@ -446,13 +448,148 @@ pub(super) fn format_names(formats: &[FormatArg]) -> Vec<String> {
 /// one-line description (what the top-level help lists).
 pub(super) fn command() -> clap::Command {
     let mut cmd = <Cli as clap::CommandFactory>::command();
+    let format = cmd.get_arguments().find(|a| a.get_id() == "format").cloned().expect("--format is global");
+    // Each subcommand gets its own copy of the global `--format` (clap then
+    // propagates no other), saying which formats it prints.
     for (name, formats) in FORMATS {
+        let names = format_names(formats).join("|");
+        let own =
+            format.clone().help(format!("Output format: {names} (any other is refused)")).hide_possible_values(true);
         cmd = cmd.mut_subcommand(*name, |c| {
             let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
-            c.about(format!("{about} [--format {}]", format_names(formats).join("|")))
+            let c = c.about(format!("{about} [--format {names}]")).arg(own);
+            match *name {
+                "plan" => {
+                    c.mut_arg("batch", |a| a.help("Items to run: the plan groups them so each group fits the budget"))
+                }
+                _ => c,
+            }
         });
     }
+    for fixed in ["schema", "completions", "man"] {
+        cmd = cmd.mut_subcommand(fixed, |c| c.arg(format.clone().hide(true)));
+    }
     cmd
+}
+
+/// Completions and help offer the values each option takes: the
+/// vocabularies (dtypes, backends, OSes, allocators) and the registered
+/// families and model names, read from the compiled-in coefficients.
+/// Parsing is unchanged: PyTorch's spellings (`torch.float16`,
+/// `backend:cudaMallocAsync`) are still accepted; only the canonical
+/// names are offered.
+fn dtypes() -> Spelled<Dtype> {
+    Spelled::new(Dtype::ALL.iter().map(Dtype::as_str).collect())
+}
+
+fn backends() -> Spelled<ConvBackend> {
+    Spelled::new(ConvBackend::ALL.iter().map(ConvBackend::as_str).collect())
+}
+
+fn allocators() -> Spelled<Allocator> {
+    Spelled::new(Allocator::ALL.iter().map(Allocator::as_str).collect())
+}
+
+fn oses() -> Spelled<Os> {
+    Spelled::new(Os::ALL.iter().map(Os::as_str).collect())
+}
+
+/// `auto` or a name: what `--allocator` and `--os` of a query take (a
+/// conf string is accepted too, and read as PyTorch reads it).
+fn auto_or(names: &[&'static str]) -> Offered {
+    Offered::Fixed(std::iter::once("auto").chain(names.iter().copied()).map(String::from).collect())
+}
+
+fn query_allocators() -> Offered {
+    auto_or(&Allocator::ALL.iter().map(Allocator::as_str).collect::<Vec<_>>())
+}
+
+fn query_oses() -> Offered {
+    auto_or(&Os::ALL.iter().map(Os::as_str).collect::<Vec<_>>())
+}
+
+/// The model names are read from the compiled-in coefficients only when
+/// help or a completion script asks for them, not on every run.
+fn model_names() -> Offered {
+    Offered::Models
+}
+
+/// Every family and model name of the compiled-in coefficients.
+fn models() -> Vec<String> {
+    let Ok(file) = serde_json::from_str::<crate::contract::CoefficientsFile>(crate::contract::EMBEDDED) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> =
+        file.registry.iter().flat_map(|(f, e)| std::iter::once(f.clone()).chain(e.models.iter().cloned())).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// A text option whose values are offered to completions but not
+/// enforced: the command reads it (a model name, `auto`, a conf string).
+#[derive(Clone)]
+enum Offered {
+    Fixed(Vec<String>),
+    /// Every family and model name (`models`).
+    Models,
+}
+
+impl clap::builder::TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let values = match self {
+            Offered::Fixed(v) => v.clone(),
+            Offered::Models => models(),
+        };
+        Some(Box::new(values.into_iter().map(clap::builder::PossibleValue::new)))
+    }
+}
+
+/// A vocabulary option: parsed with every spelling the vocabulary accepts,
+/// its canonical names offered.
+#[derive(Clone)]
+struct Spelled<T> {
+    names: Vec<&'static str>,
+    kind: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Spelled<T> {
+    fn new(names: Vec<&'static str>) -> Spelled<T> {
+        Spelled { names, kind: std::marker::PhantomData }
+    }
+}
+
+impl<T> clap::builder::TypedValueParser for Spelled<T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        // The same parse and message as an option typed by `FromStr`.
+        (|s: &str| s.parse::<T>()).parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.names.iter().map(|n| clap::builder::PossibleValue::new(*n))))
+    }
 }
 
 impl Command {
