@@ -2,14 +2,12 @@
 //!
 //! glibc hands freed memory at the top of a heap back to the kernel once
 //! 128 KiB of it is free, and the next batch faults the same pages in
-//! again, zeroed. A command on 10^5 points reads, parses and prices in
-//! batches, so it paid for the same pages many times: keeping up to
-//! 1 GiB of freed memory, and growing a heap 64 MiB at a time, took a
-//! quarter of its page faults away (24.7k → 18.5k for `verify`) and 4–9 %
-//! of its time (`fit` 163 → 148 ms, `verify` 181 → 168 ms, `emit` 177 →
-//! 166 ms in one round of 10 interleaved runs; 4–9 % in a second). At 10^6 points it made no clear
-//! difference in time and peaked 15–40 MiB higher; a small command touches
-//! no page it would not have (growing by 64 MiB only reserves addresses).
+//! again, zeroed. A command on a large store reads, parses and prices in
+//! batches, so it would pay for the same pages many times: freed memory is
+//! kept up to 1 GiB and a heap grows 64 MiB at a time. A small command
+//! touches no page it would not have (growing only reserves addresses).
+//! The measurements behind the settings: benches/README.md, "The C
+//! library's allocator".
 //!
 //! Elsewhere than glibc the allocator is left as it is.
 

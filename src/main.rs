@@ -2,9 +2,8 @@
 //! into [`vramfit::cli::run_on`], its result into the exit code (0
 //! success, 1 findings, 2 usage or input error).
 //!
-//! The allocator is the C library's, set up by [`vramfit::heap::tune`]:
-//! mimalloc, tried in two ways, cost every small command 0.25 ms of
-//! start-up for 3–9 % at 10^6 points (docs/decisions.md).
+//! The allocator is the C library's, set up by [`vramfit::heap::tune`]
+//! (why not mimalloc: benches/README.md, "The C library's allocator").
 
 fn main() -> std::process::ExitCode {
     vramfit::heap::tune();

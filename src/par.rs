@@ -49,11 +49,10 @@ pub fn balanced<T>(items: &[T], weight: impl Fn(&T) -> usize, parts: usize) -> V
 pub const FEW_TO_FREE: usize = 2_000;
 
 /// Frees `value` on a thread of its own when it holds at least
-/// [`FEW_TO_FREE`] `items`, else here. A command's last large values
-/// (10^6 points, their ids in the report, 10^5 findings) took 0.1–0.2 s
-/// to free one by one on a thread that had nothing left to do but write
-/// and exit. The process may end before that thread does: the system
-/// takes the memory back either way.
+/// [`FEW_TO_FREE`] `items`, else here: a command's last large values (the
+/// points, their ids in a report, the findings) are freed while the answer
+/// is written, not before. The process may end before that thread does:
+/// the system takes the memory back either way.
 pub fn drop_later<T: Send + 'static>(value: T, items: usize) {
     if items >= FEW_TO_FREE {
         // A thread that cannot start drops the value on this one.

@@ -9,7 +9,7 @@
 //!   `python/vramfit/vae.json` (`emit` writes it beside `fits/vae.json`).
 
 use crate::fsio::{self, RootLock};
-use crate::points::{store, stream, Point};
+use crate::points::{store, Point};
 use crate::policy::{self, Policy, Problem};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
@@ -121,15 +121,15 @@ impl Workspace {
     fn read_store(&self, registry: &crate::registry::Registry, digest: Digest) -> Result<(Vec<Point>, Option<String>)> {
         let path = self.points_path();
         let shown = fsio::shown(&path);
-        let read = |r: &mut dyn std::io::BufRead, len| stream::read(r, len, &shown, registry);
+        let read = |r: &mut dyn std::io::BufRead, len| store::read(r, len, &shown, registry);
         if digest == Digest::Skip {
             let (points, _) = fsio::read_streamed(&path, read)?;
             return Ok((points, None));
         }
         let ((points, form), read_digest) = fsio::read_hashed(&path, read)?;
         let digest = match form {
-            stream::Form::Canonical => read_digest,
-            stream::Form::Pretty => store::digest(&points),
+            store::Form::Canonical => read_digest,
+            store::Form::Pretty => store::digest(&points),
         };
         Ok((points, Some(digest)))
     }

@@ -6,7 +6,7 @@
 
 use crate::common::*;
 use std::fmt::Write as _;
-use vramfit::points::{csv_input, store, stream, Point};
+use vramfit::points::{csv_input, store, Point};
 use vramfit::progress::Silent;
 use vramfit::registry::Registry;
 use vramfit::workspace::Workspace;
@@ -50,7 +50,7 @@ fn store_lines(points: &[Point]) -> Vec<String> {
 fn parse(lines: &[String]) -> Result<Vec<Point>, String> {
     let mut text = lines.join("\n");
     text.push('\n');
-    stream::parse(&text, "vae.json", &registry()).map_err(|e| format!("{e:#}"))
+    store::parse(&text, "vae.json", &registry()).map_err(|e| format!("{e:#}"))
 }
 
 #[test]

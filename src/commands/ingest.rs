@@ -173,7 +173,7 @@ pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result
         })?;
     }
     let count = points.len();
-    // The points are freed off this thread (10^6 of them took 0.1 s).
+    // The points are freed off this thread, beside the report.
     crate::par::drop_later(points, count);
     Ok(IngestReport {
         store: crate::fsio::shown(&path),

@@ -37,7 +37,7 @@ fn audit(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Result<
             match coefficients {
                 Ok(c) => {
                     let report = verify::run(&inp, &text, &file, make(c).as_ref());
-                    // Freed beside the answer's rendering (10^5 points: 8–11 ms).
+                    // Freed beside the answer's rendering, not before it.
                     let items = inp.points.len();
                     crate::par::drop_later((inp, file), items);
                     report

@@ -8,7 +8,7 @@ pub mod invokeai;
 pub mod merge;
 pub mod row;
 pub mod store;
-pub mod stream;
+mod stream;
 pub mod summary;
 mod wire;
 

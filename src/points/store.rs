@@ -1,6 +1,14 @@
 //! The canonical points file `measurements/vae.json`: every point, sorted by
-//! id, in one byte form for the same content. This module owns the form,
-//! the invariants and the writer; `stream` reads it.
+//! id, in one byte form for the same content. This module is the one door
+//! to it: the form, the invariants, the writer, and the readers
+//! (`read`, `parse`, re-exported from `stream`).
+//!
+//! The scale budget (docs/DESIGN.md, "Scale"): the hand codec (`codec`),
+//! the batched reader on every core (`stream`) and the writer's encoding
+//! beside it are for stores of 10⁵–10⁶ points, where serde's generic path
+//! was most of a command's time; serde (`wire`) is the reference path,
+//! used for a pretty-printed store and to prove the codec (a test holds
+//! the two to the same points and bytes).
 //!
 //! Every command that reads the store checks its invariants first (ids
 //! unique and sorted, canonical spellings, no unknown or missing fields,
@@ -9,6 +17,7 @@
 //! verified on a store that a hand edit or a bad merge has broken.
 
 use super::codec;
+pub use super::stream::{parse, read, Form};
 use super::Point;
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
 use crate::fsio::DigestWriter;

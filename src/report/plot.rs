@@ -71,8 +71,8 @@ figure{{margin:2em 0}}img{{max-width:100%;height:auto;border:1px solid #eee}}</s
 
 /// Draws every plot and writes the SVGs and the index into `dir`.
 pub fn write_plots(dir: &Path, plots: Vec<LinePlot>) -> Result<PlotReport> {
-    // Rasterising is most of the work (about 20 ms a plot): the plots are
-    // drawn in one run per core, then written in order.
+    // Rasterising is most of the work: the plots are drawn in one run per
+    // core, then written in order.
     let cores = std::thread::available_parallelism().map_or(1, usize::from).min(plots.len().max(1));
     let per = plots.len().div_ceil(cores).max(1);
     let mut runs: Vec<Vec<LinePlot>> = Vec::new();
