@@ -22,7 +22,7 @@ pub struct PlotPoint {
     /// Where the figure comes from (the colour).
     pub source: String,
     /// `single`, `mean`, `max` or unknown (the shape).
-    pub aggregate: Option<String>,
+    pub aggregate: Option<crate::vocab::Aggregate>,
     /// Whether it pins the envelope.
     pub support: bool,
     /// Why the policy leaves it out (drawn grey); None when included.
@@ -81,7 +81,7 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
                 pixels: x,
                 demand_bytes: y,
                 source: p.source.to_string(),
-                aggregate: p.aggregate.map(|a| a.as_str().to_string()),
+                aggregate: p.aggregate,
                 support: support.iter().any(|s| *s == p.id),
                 excluded: policy.excludes.iter().find(|e| p.id == e.id).map(|e| e.reason.clone()),
             })

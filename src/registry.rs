@@ -18,6 +18,10 @@ pub struct VaeEntry {
     /// attention phase's sequence length on a math-kernel platform.
     #[serde(default)]
     pub attention: Option<MidBlock>,
+    /// Whether the family's host nodes take the `fp32` switch (SD's nodes:
+    /// false runs fp16, true fp32); other families name their dtype.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp32_switch: bool,
     /// How a video VAE walks a clip (absent for an image VAE): a family
     /// with these facts is priced in working-set units (docs/DESIGN.md,
     /// "Video").

@@ -655,3 +655,30 @@ fn an_answer_names_the_devices_its_line_was_measured_on() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout_of(&out).contains("devices"), "{}", stdout_of(&out));
 }
+
+/// Which families take the SD nodes' `--fp32` switch is data (the
+/// registry's `fp32_switch`), not a family name in the code.
+#[test]
+fn the_fp32_switch_follows_the_registry() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    assert!(text.contains("fp32_switch = true"));
+    let moved = text.replace("fp32_switch = true\n", "").replace("[vae.flux1]\n", "[vae.flux1]\nfp32_switch = true\n");
+    std::fs::write(&policy, moved).unwrap();
+    vramfit().arg("--root").arg(root.path()).args(["emit", "--force"]).output().unwrap();
+    let run = |model: &str| {
+        vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["reserve", model, "decode", "1024x1024", "--fp32", "true", "--os", "linux"])
+            .output()
+            .unwrap()
+    };
+    let sd = run("sdxl");
+    assert_eq!(sd.status.code(), Some(2));
+    assert!(stderr_of(&sd).contains("for family 'sd' give --dtype"), "{}", stderr_of(&sd));
+    let flux = run("flux1");
+    assert!(flux.status.success(), "{}", stderr_of(&flux));
+    assert!(stdout_of(&flux).contains("fp32 (fp32 = true (SD node rule))"), "{}", stdout_of(&flux));
+}

@@ -468,10 +468,9 @@ class Coefficients:
             raise ValueError("the output copies of %d px are too large to price" % pixels)
         return name, entry, given, tile_pixels, copies_bytes
 
-    @staticmethod
-    def _run_dtype(family, dtype, loaded, fp32):
+    def _run_dtype(self, family, dtype, loaded, fp32):
         if fp32 is not None:
-            if family != "sd":
+            if not self.registry.get(family, {}).get("fp32_switch", False):
                 raise ValueError("--fp32 is the SD nodes' switch; for family '%s' give --dtype" % family)
             by_switch = "fp32" if fp32 else "fp16"
             f = "true" if fp32 else "false"

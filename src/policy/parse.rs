@@ -45,7 +45,7 @@ pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "rea
 pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
 pub(super) const LEGACY_KEYS: &[&str] =
     &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video"];
+pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video", "fp32_switch"];
 pub(super) const MID_BLOCK_KEYS: &[&str] = &["heads", "head_dim", "latent_factor"];
 pub(super) const ATTENTION_KEYS: &[&str] = &["reason", "held_tensors", "platform"];
 pub(super) const ATTENTION_PLATFORM_KEYS: &[&str] = &["conv_backend", "bytes_per_score", "wrong_output_at", "source"];
@@ -521,7 +521,12 @@ impl Parser<'_> {
                 Some(Value::Table(v)) => Some(self.video_facts(v, &at)?),
                 Some(v) => bail!(self.err(&at, format!("video: expected a table, found {v}"))),
             };
-            reg.insert(family.clone(), VaeEntry { models, params, attention, video });
+            let fp32_switch = match et.get("fp32_switch") {
+                None => false,
+                Some(Value::Boolean(b)) => *b,
+                Some(v) => bail!(self.err(&at, format!("fp32_switch: expected true or false, found {v}"))),
+            };
+            reg.insert(family.clone(), VaeEntry { models, params, attention, video, fp32_switch });
         }
         Ok(Registry(reg))
     }

@@ -284,6 +284,8 @@ pub struct VaeFamily {
     pub attention: Option<MidBlockEntry>,
     /// A video VAE's facts (none: an image VAE).
     pub video: Option<VideoFactsEntry>,
+    /// Whether the family's host nodes take the `fp32` switch (`--fp32`; default false).
+    pub fp32_switch: Option<bool>,
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ impl Coefficients {
     /// The run dtype: `--dtype`; else the SD nodes' `fp32` switch; else the loaded dtype.
     fn run_dtype(&self, q: &Query, family: &str) -> Result<Detected<Dtype>> {
         if let Some(f) = q.fp32 {
-            if family != "sd" {
+            if !self.registry.0.get(family).is_some_and(|e| e.fp32_switch) {
                 bail!("--fp32 is the SD nodes' switch; for family '{family}' give --dtype");
             }
             let by_switch = if f { Dtype::Fp32 } else { Dtype::Fp16 };
@@ -689,6 +689,7 @@ mod tests {
             params: None,
             attention: None,
             video: None,
+            fp32_switch: false,
         };
         // A model named like a later family, a family differing only in
         // case, and a model with spaces in its stored name.

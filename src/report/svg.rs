@@ -2,6 +2,7 @@
 //! native code). It draws what [`crate::plot`] computed and nothing else.
 
 use crate::plot::{mib_f, LinePlot};
+use crate::vocab::Aggregate;
 use plotters::prelude::*;
 const GREY_400: RGBColor = RGBColor(189, 189, 189);
 const ORANGE_700: RGBColor = RGBColor(245, 124, 0);
@@ -164,10 +165,10 @@ pub fn line_svg(p: &LinePlot) -> anyhow::Result<(String, Frame)> {
             chart
                 .draw_series(pts.iter().map(|q| {
                     let at = (mpx(q.pixels), mib_f(q.demand_bytes));
-                    match q.aggregate.as_deref() {
-                        Some("mean") => Circle::new(at, 5, c.filled()).into_dyn(),
-                        Some("max") => Cross::new(at, 5, c.stroke_width(2)).into_dyn(),
-                        _ => TriangleMarker::new(at, 6, c.filled()).into_dyn(),
+                    match q.aggregate.unwrap_or(Aggregate::Single) {
+                        Aggregate::Mean => Circle::new(at, 5, c.filled()).into_dyn(),
+                        Aggregate::Max => Cross::new(at, 5, c.stroke_width(2)).into_dyn(),
+                        Aggregate::Single => TriangleMarker::new(at, 6, c.filled()).into_dyn(),
                     }
                 }))
                 .map_err(err)?
@@ -175,22 +176,22 @@ pub fn line_svg(p: &LinePlot) -> anyhow::Result<(String, Frame)> {
                 .legend(move |(x, y)| Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], c.filled()));
         }
         // What the shapes mean, once, in the legend.
-        let shapes = [("mean")].iter().chain(&["single", "max"]).copied().filter(|a| {
-            p.points.iter().any(|q| q.excluded.is_none() && q.aggregate.as_deref().unwrap_or("single") == *a)
+        let shapes = [Aggregate::Mean, Aggregate::Single, Aggregate::Max].into_iter().filter(|a| {
+            p.points.iter().any(|q| q.excluded.is_none() && q.aggregate.unwrap_or(Aggregate::Single) == *a)
         });
         for a in shapes.collect::<Vec<_>>() {
             let dark = RGBColor(90, 90, 90);
             let label = match a {
-                "mean" => "a mean of runs",
-                "max" => "the largest of runs",
-                _ => "a single run",
+                Aggregate::Mean => "a mean of runs",
+                Aggregate::Max => "the largest of runs",
+                Aggregate::Single => "a single run",
             };
             chart.draw_series(std::iter::empty::<Circle<(f64, f64), i32>>()).map_err(err)?.label(label).legend(
                 move |(x, y)| -> DynElement<'static, SVGBackend, (i32, i32)> {
                     match a {
-                        "mean" => Circle::new((x + 10, y), 4, dark.filled()).into_dyn(),
-                        "max" => Cross::new((x + 10, y), 4, dark.stroke_width(2)).into_dyn(),
-                        _ => TriangleMarker::new((x + 10, y), 5, dark.filled()).into_dyn(),
+                        Aggregate::Mean => Circle::new((x + 10, y), 4, dark.filled()).into_dyn(),
+                        Aggregate::Max => Cross::new((x + 10, y), 4, dark.stroke_width(2)).into_dyn(),
+                        Aggregate::Single => TriangleMarker::new((x + 10, y), 5, dark.filled()).into_dyn(),
                     }
                 },
             );
