@@ -555,6 +555,27 @@ class Coefficients:
                 best = (rule, k, c, b)
         return best
 
+    def _line_warnings(self, key, rule, priced_by, coef):
+        """What an answer says about the line behind it (the CLI's order)."""
+        out = []
+        if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
+            out.append(
+                "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
+                "another dtype's measured line of the same VAE (the demand does not follow the element size)"
+                % (priced_by, priced_by.dtype, key.dtype))
+        if key.vae not in self.measured_families:
+            out.append(
+                "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
+                "previous estimator's guess, not a measurement" % key.vae)
+        if coef is not None and coef.simulated_points > 0:
+            out.append(
+                "%s rests on %d point(s) made on a simulated device (ingested with --allow-simulated): a memory "
+                "model's figures, not measurements" % (priced_by or key, coef.simulated_points))
+        if rule == "any-os-line":
+            out.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
+                       % priced_by)
+        return out
+
     def _temporal_tile(self, family, frames, temporal_tile):
         """The key's temporal tile: None for an image family, else the one asked or the walk's default."""
         facts = self.registry.get(family, {}).get("video")
@@ -798,22 +819,7 @@ class Coefficients:
                             % (at, priced_by, size_range[0], size_range[1]))
         if rule in ("unmeasured-rule", "legacy-floor"):
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
-        if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
-            warnings.append(
-                "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
-                "another dtype's measured line of the same VAE (the demand does not follow the element size)"
-                % (priced_by, priced_by.dtype, key.dtype))
-        if key.vae not in self.measured_families:
-            warnings.append(
-                "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
-                "previous estimator's guess, not a measurement" % key.vae)
-        if coef is not None and coef.simulated_points > 0:
-            warnings.append(
-                "%s rests on %d point(s) made on a simulated device (ingested with --allow-simulated): a memory "
-                "model's figures, not measurements" % (priced_by or key, coef.simulated_points))
-        if rule == "any-os-line":
-            warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
-                            % priced_by)
+        warnings.extend(self._line_warnings(key, rule, priced_by, coef))
         attention = self._attention(key, width, height, batch, growth, rule, total)
         final_rule, final = rule, total
         if attention is not None:
@@ -883,22 +889,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
                         % (key, terms["estimate"]["host"]))
     elif rule in ("unmeasured-rule", "legacy-floor"):
         warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
-    if rule == "unmeasured-rule" and priced_by is not None and priced_by.dtype != key.dtype:
-        warnings.append(
-            "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
-            "another dtype's measured line of the same VAE (the demand does not follow the element size)"
-            % (priced_by, priced_by.dtype, key.dtype))
-    if key.vae not in self.measured_families:
-        warnings.append(
-            "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
-            "previous estimator's guess, not a measurement" % key.vae)
-    if coef is not None and coef.simulated_points > 0:
-        warnings.append(
-            "%s rests on %d point(s) made on a simulated device (ingested with --allow-simulated): a memory "
-            "model's figures, not measurements" % (priced_by or key, coef.simulated_points))
-    if rule == "any-os-line":
-        warnings.append("priced by %s, measured without a published OS: that line is a lower bound for every OS"
-                        % priced_by)
+    warnings.extend(self._line_warnings(key, rule, priced_by, coef))
     return Reservation(
         bytes=final,
         mib=-(-final // MIB),
