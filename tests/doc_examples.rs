@@ -1,44 +1,185 @@
-//! The examples the documentation shows, run as written: every line a
-//! marked `console` block shows (but the elided `…` and the `coefficients`
-//! line, which names where the answer came from) is in what vramfit prints.
-//! They run on a frozen copy of the data they were written from
-//! (`tests/fixtures/docs`, or the video root), with `--root` pointing at it,
-//! so new measurements in `measurements/` never move their figures.
+//! Every example the documentation shows, run as written: each `console`
+//! block of README.md, docs/*.md and benches/README.md whose commands are
+//! `vramfit …` runs on a scratch copy of the data it was written from
+//! (`tests/fixtures/docs`, or `tests/fixtures/video` for the video
+//! examples), and every line it shows (but the elided `…`, and the
+//! `coefficients` line, which names where the answer came from) must be in
+//! what vramfit prints. New measurements in `measurements/` never move
+//! these figures; an example that drifts from the code fails here.
+//!
+//! A block may be preceded by `<!-- example-setup: SHELL -->` (run first,
+//! in the scratch root: a hand edit the example shows the answer to),
+//! `<!-- example-root: NAME -->` (another fixture root) and
+//! `<!-- example-compiled-in: yes -->` (run without `--root`, to show what
+//! the compiled-in coefficients answer: such a block elides its figures).
+//! `VRAMFIT_UPDATE_DOCS=1` rewrites a drifted block with what vramfit
+//! prints now.
 
 use crate::common::*;
 use std::fs;
+use std::path::PathBuf;
 
-/// Every `console` block after `mark` in `doc`, run on `root`.
-fn run_marked(doc: &str, mark: &str, root: &std::path::Path) {
-    let text = fs::read_to_string(repo().join(doc)).unwrap();
-    let block = text.split(mark).nth(1).unwrap_or_else(|| panic!("{doc} marks {mark}"));
-    let block = block.split("```console").nth(1).unwrap().split("```").next().unwrap();
-    let mut lines = block.lines().filter(|l| !l.trim().is_empty());
-    let command = lines.next().unwrap().strip_prefix("$ vramfit ").unwrap();
-    let out = vramfit().arg("--root").arg(root).args(command.split_whitespace()).output().unwrap();
-    let printed = format!("{}{}", stdout_of(&out), stderr_of(&out));
-    for shown in lines.filter(|l| !l.trim_start().starts_with("coefficients")) {
-        for part in shown.split('…').map(str::trim).filter(|p| !p.is_empty()) {
-            assert!(printed.contains(part), "{doc} {mark}: `{command}` shows `{part}`; vramfit printed:\n{printed}");
+struct Block {
+    /// Byte range of the block's body (after the opening fence line, up to the closing fence).
+    body: std::ops::Range<usize>,
+    /// 1-based line of the opening fence.
+    line: usize,
+    setup: Option<String>,
+    root: String,
+    /// Run without `--root`: the compiled-in coefficients answer.
+    compiled_in: bool,
+}
+
+fn docs() -> Vec<PathBuf> {
+    let mut out = vec![repo().join("README.md"), repo().join("benches/README.md")];
+    let mut more: Vec<PathBuf> = fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    more.sort();
+    out.extend(more);
+    out
+}
+
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("```console\n") {
+        let open = at + i;
+        let start = open + "```console\n".len();
+        let end = start + text[start..].find("```").expect("a closed block");
+        let before = &text[..open];
+        // The directive lines right above the block.
+        let directives: Vec<&str> =
+            before.trim_end().lines().rev().take_while(|l| l.starts_with("<!-- example-")).collect();
+        let comment = |tag: &str| {
+            directives.iter().find_map(|l| {
+                l.strip_prefix(&format!("<!-- {tag}: ")).and_then(|r| r.strip_suffix(" -->")).map(str::to_string)
+            })
+        };
+        let first = text[start..end].lines().next().unwrap_or("");
+        if first.starts_with("$ vramfit ") || first.contains(" vramfit ") && first.starts_with("$ ") {
+            out.push(Block {
+                body: start..end,
+                line: before.lines().count() + 1,
+                setup: comment("example-setup"),
+                root: comment("example-root").unwrap_or_else(|| "docs".into()),
+                compiled_in: comment("example-compiled-in").is_some(),
+            });
+        }
+        at = end + 3;
+    }
+    out
+}
+
+/// Runs one block's commands, in one shell, in a fresh copy of its root;
+/// what each printed (standard output and error, in order).
+fn run(block: &Block, text: &str) -> Vec<(String, String)> {
+    const MARK: &str = "@@vramfit-example@@";
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(&block.root), dir.path());
+    let bin = assert_cmd::cargo::cargo_bin("vramfit");
+    let commands: Vec<String> =
+        text[block.body.clone()].lines().filter_map(|l| l.strip_prefix("$ ")).map(str::to_string).collect();
+    let mut script = format!(
+        "exec 2>&1\nvramfit() {{ '{}' {} \"$@\"; }}\n",
+        bin.display(),
+        if block.compiled_in { "" } else { "--root ." }
+    );
+    if let Some(setup) = &block.setup {
+        script.push_str(&format!("{{ {setup}\n}} >/dev/null\n"));
+    }
+    for c in &commands {
+        // The mark keeps the last command's status for an `echo $?`.
+        script.push_str(&format!("__rc=$?; echo '{MARK}'; (exit $__rc)\n{c}\n"));
+    }
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir.path())
+        .env_remove("PYTORCH_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_HIP_ALLOC_CONF")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mark = format!("{MARK}\n");
+    let parts = printed.split(&mark).skip(1).map(str::to_string);
+    commands.into_iter().zip(parts).collect()
+}
+
+/// The lines a block shows after each command, in order.
+fn shown(body: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for l in body.lines() {
+        match l.strip_prefix("$ ") {
+            Some(c) => out.push((c.to_string(), Vec::new())),
+            None => out.last_mut().unwrap().1.push(l.to_string()),
         }
     }
+    out
 }
 
-#[test]
-fn the_readme_quick_start_is_what_vramfit_prints() {
-    for mark in ["<!-- quick-reserve -->", "<!-- quick-plan -->"] {
-        run_marked("README.md", mark, &fixture("docs"));
+fn missing(shown: &[String], printed: &str) -> Option<String> {
+    let names_its_source = |l: &str| l.trim_start().starts_with("coefficients") || l.contains("\"coefficients\":");
+    for line in shown.iter().filter(|l| !names_its_source(l) && !l.trim().is_empty()) {
+        for part in line.split('…').map(str::trim).filter(|p| !p.is_empty()) {
+            if !printed.contains(part) {
+                return Some(part.to_string());
+            }
+        }
     }
+    None
 }
 
 #[test]
-fn the_video_examples_are_what_vramfit_prints() {
-    for mark in ["<!-- video-reserve -->", "<!-- video-plan -->"] {
-        run_marked("docs/video.md", mark, &fixture("video"));
+fn every_documented_example_is_what_vramfit_prints() {
+    let update = std::env::var_os("VRAMFIT_UPDATE_DOCS").is_some();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for doc in docs() {
+        let mut text = fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(repo()).unwrap().display().to_string();
+        // From the last block back, so an update keeps the earlier ranges.
+        for block in blocks(&text).into_iter().rev() {
+            ran += 1;
+            let outputs = run(&block, &text);
+            let body = text[block.body.clone()].to_string();
+            let drift: Vec<String> = shown(&body)
+                .iter()
+                .zip(&outputs)
+                .filter_map(|((command, lines), (_, printed))| {
+                    missing(lines, printed).map(|part| format!("`{command}` shows `{part}`"))
+                })
+                .collect();
+            if drift.is_empty() {
+                continue;
+            }
+            if update {
+                let fresh: String = outputs.iter().map(|(c, o)| format!("$ {c}\n{o}")).collect();
+                text.replace_range(block.body.clone(), &fresh);
+            } else {
+                failures.push(format!("{name}:{}: {}", block.line, drift.join("; ")));
+            }
+        }
+        if update {
+            fs::write(&doc, &text).unwrap();
+        }
     }
+    assert!(ran >= 20, "{ran} examples found");
+    assert!(failures.is_empty(), "examples that are not what vramfit prints:\n{}", failures.join("\n"));
 }
 
+/// The check itself: an example with a wrong figure is caught.
 #[test]
-fn the_plan_reference_examples_are_what_vramfit_prints() {
-    run_marked("docs/plan.md", "<!-- plan-chunked -->", &fixture("docs"));
+fn a_wrong_figure_in_an_example_is_caught() {
+    let text = "<!-- example-root: docs -->\n```console\n$ vramfit reserve sdxl decode 1024x1024 --dtype fp16 --os linux\n4735 MiB\n```\n";
+    let block = blocks(text).pop().unwrap();
+    let outputs = run(&block, text);
+    let (_, lines) = &shown(&text[block.body.clone()])[0];
+    assert_eq!(missing(lines, &outputs[0].1).as_deref(), Some("4735 MiB"));
+    let right = text.replace("4735", "4734");
+    assert_eq!(missing(&["4734 MiB".to_string()], &run(&blocks(&right).pop().unwrap(), &right)[0].1), None);
 }
