@@ -225,14 +225,61 @@ fn emit(out: &mut dyn Write, text: &str) {
 }
 
 /// `--strict`: exit 1, saying why, when an answer rests on estimates.
-fn strict_code(strict: bool, estimates: &[String], color: bool, err: &mut dyn Write) -> u8 {
+/// What a command that ran found, typed: the one place it becomes an exit
+/// code is [`Found::code`] (docs/cli.md, "Exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Nothing to report: exit 0.
+    Nothing,
+    /// `verify` findings (and the same from `fit`, `emit`, `report`).
+    Findings,
+    /// `ingest --check` or `emit --check`: the file is not up to date.
+    OutOfDate,
+    /// `--strict`: the answer rests on an estimate.
+    Estimate,
+    /// `plan --fail-on`: the verdict is that bad or worse.
+    VerdictMet,
+    /// `reserve --max-tile-for`: no tile fits.
+    NoTileFits,
+    /// `diff --fail-over`: a reservation grew more than allowed.
+    Growth,
+    /// `crossval --fail-under`: coverage below the floor.
+    CoverageBelow,
+}
+
+impl Found {
+    fn code(self) -> u8 {
+        match self {
+            Found::Nothing => EXIT_OK,
+            Found::Findings
+            | Found::OutOfDate
+            | Found::Estimate
+            | Found::VerdictMet
+            | Found::NoTileFits
+            | Found::Growth
+            | Found::CoverageBelow => EXIT_FINDINGS,
+        }
+    }
+
+    /// `found` when `cond`, else nothing.
+    fn when(cond: bool, found: Found) -> Found {
+        if cond {
+            found
+        } else {
+            Found::Nothing
+        }
+    }
+}
+
+/// `--strict`: says on standard error which estimates an answer rests on.
+fn strict_found(strict: bool, estimates: &[String], color: bool, err: &mut dyn Write) -> Found {
     if !strict || estimates.is_empty() {
-        return EXIT_OK;
+        return Found::Nothing;
     }
     for e in estimates {
         let _ = writeln!(err, "{} {e}", prefix("strict", color));
     }
-    EXIT_FINDINGS
+    Found::Estimate
 }
 
 /// `auto` or a value.
@@ -398,6 +445,16 @@ struct Streams<'a> {
 }
 
 fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    run_command(cli, env, streams, out, err).map(Found::code)
+}
+
+fn run_command(
+    cli: Cli,
+    env: &EnvSnapshot,
+    streams: &Streams,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Found> {
     let color = streams.color;
     let name = cli.command.name();
     if let Some(formats) = formats_of(name) {
@@ -418,31 +475,35 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let opts = ingest_options(a)?;
             let r = commands::ingest::run(&root, &opts, streams.progress)?;
             emit(out, &report::render(&r, format, "ingest")?);
-            Ok(if opts.check && !r.up_to_date { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(Found::when(opts.check && !r.up_to_date, Found::OutOfDate))
         }
         Command::Fit => {
             let r = commands::fit::run(&root)?;
             emit(out, &report::render(&r, format, "fit")?);
-            let code = if r.findings.is_empty() { EXIT_OK } else { EXIT_FINDINGS };
+            let found = Found::when(!r.findings.is_empty(), Found::Findings);
             let items = r.lines.iter().map(|l| l.points.len()).sum::<usize>() + r.findings.len();
             crate::par::drop_later(r, items);
-            Ok(code)
+            Ok(found)
         }
         Command::Emit(a) => {
             let r = commands::emit::run(&root, a.check, a.force, std::time::Duration::from_secs(a.wait))?;
             emit(out, &report::render(&r, format, "emit")?);
-            let code = if (a.check && r.out_of_date()) || !r.findings.is_empty() { EXIT_FINDINGS } else { EXIT_OK };
+            let found = match (a.check && r.out_of_date(), r.findings.is_empty()) {
+                (_, false) => Found::Findings,
+                (true, true) => Found::OutOfDate,
+                (false, true) => Found::Nothing,
+            };
             let items = r.findings.len();
             crate::par::drop_later(r, items);
-            Ok(code)
+            Ok(found)
         }
         Command::Verify => {
             let r = commands::verify::run(&root)?;
             emit(out, &report::render(&r, format, "verify")?);
-            let code = if r.ok { EXIT_OK } else { EXIT_FINDINGS };
+            let found = Found::when(!r.ok, Found::Findings);
             let items = r.findings.len();
             crate::par::drop_later(r, items);
-            Ok(code)
+            Ok(found)
         }
         Command::Reserve(a) => {
             let q = &a.query;
@@ -453,12 +514,12 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                 let r = commands::reserve::max_tile(&opts, env, budget)?;
                 emit(out, &report::render(&r, format, "reserve")?);
                 let estimates = r.search.chosen.as_ref().map(|p| p.estimates()).unwrap_or_default();
-                let code = strict_code(a.query.flags.strict, &estimates, color, err);
-                return Ok(if r.search.chosen.is_none() { EXIT_FINDINGS } else { code });
+                let strict = strict_found(a.query.flags.strict, &estimates, color, err);
+                return Ok(if r.search.chosen.is_none() { Found::NoTileFits } else { strict });
             }
             let r = commands::reserve::run(&opts, env, a.legacy)?;
             emit(out, &report::render(&r, format, "reserve")?);
-            Ok(strict_code(a.query.flags.strict, &r.price.estimates(), color, err))
+            Ok(strict_found(a.query.flags.strict, &r.price.estimates(), color, err))
         }
         Command::Plan(a) => {
             let opts = plan_options(&a, &explicit_root)?;
@@ -476,8 +537,8 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                 FailOnArg::Tiled => Verdict::Tiled,
                 FailOnArg::Host => Verdict::Host,
             });
-            let strict = strict_code(a.flags.strict, &p.estimates(), color, err);
-            Ok(if fail.is_some_and(|f| p.worst() >= f) { EXIT_FINDINGS } else { strict })
+            let strict = strict_found(a.flags.strict, &p.estimates(), color, err);
+            Ok(if fail.is_some_and(|f| p.worst() >= f) { Found::VerdictMet } else { strict })
         }
         Command::Diff(a) => {
             let sizes = if a.sizes.is_empty() {
@@ -500,7 +561,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             };
             let r = commands::diff::run(&root, &opts)?;
             emit(out, &report::render(&r, format, "diff")?);
-            Ok(if fail_over.is_some_and(|p| r.grows_more_than(p)) { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(Found::when(fail_over.is_some_and(|p| r.grows_more_than(p)), Found::Growth))
         }
         Command::Crossval(a) => {
             let by = match a.by {
@@ -515,13 +576,13 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                 .transpose()?;
             let r = commands::crossval::run(&root, by, streams.progress)?;
             emit(out, &report::render(&r, format, "crossval")?);
-            Ok(if fail_under.is_some_and(|p| r.below(p)) { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(Found::when(fail_under.is_some_and(|p| r.below(p)), Found::CoverageBelow))
         }
         Command::Plot(a) => {
             let dir = a.out.unwrap_or_else(|| root.join("plots"));
             let r = report::plot::write_plots(&dir, commands::plot::run(&root)?)?;
             emit(out, &report::render(&r, format, "plot")?);
-            Ok(EXIT_OK)
+            Ok(Found::Nothing)
         }
         Command::Report(a) => {
             let ws = crate::workspace::Workspace::new(&root);
@@ -540,7 +601,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             let dir = a.out.unwrap_or_else(|| root.join("vramfit-report"));
             let r = report::bundle::write(&dir, bundle, a.all)?;
             emit(out, &report::render(&r, format, "report")?);
-            Ok(if r.verify_ok { EXIT_OK } else { EXIT_FINDINGS })
+            Ok(Found::when(!r.verify_ok, Found::Findings))
         }
         Command::Schema { kind } => {
             use commands::schema::SchemaKind;
@@ -552,18 +613,18 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
                 SchemaArg::Plan => SchemaKind::Plan,
             };
             emit(out, &serde_json::to_string_pretty(&commands::schema::schema(kind))?);
-            Ok(EXIT_OK)
+            Ok(Found::Nothing)
         }
         Command::Completions { shell } => {
             let mut cmd = command();
             let mut bytes = Vec::new();
             clap_complete::generate(shell, &mut cmd, "vramfit", &mut bytes);
             out.write_all(&bytes)?;
-            Ok(EXIT_OK)
+            Ok(Found::Nothing)
         }
         Command::Man => {
             out.write_all(&man_page()?)?;
-            Ok(EXIT_OK)
+            Ok(Found::Nothing)
         }
         Command::Points(a) => {
             let f = PointFilter {
@@ -579,7 +640,7 @@ fn run(cli: Cli, env: &EnvSnapshot, streams: &Streams, out: &mut dyn Write, err:
             };
             let r = commands::points::run(&root, &f)?;
             emit(out, &report::render(&r, format, "points")?);
-            Ok(EXIT_OK)
+            Ok(Found::Nothing)
         }
     }
 }
