@@ -416,32 +416,34 @@ pub(super) struct PointsArgs {
     pub(super) line: Option<String>,
 }
 
-/// The formats each subcommand prints. Any other is refused before the
-/// command runs (exit 2), and the top-level help lists these per
-/// subcommand; `schema`, `completions` and `man` print one fixed form.
-pub(super) const FORMATS: &[(&str, &[FormatArg])] = {
-    use FormatArg::{Github, Json, Markdown, Table};
-    &[
-        ("ingest", &[Table, Json, Github]),
-        ("fit", &[Table, Json, Markdown]),
-        ("emit", &[Table, Json, Markdown, Github]),
-        ("verify", &[Table, Json, Github, Markdown]),
-        ("reserve", &[Table, Json]),
-        ("plan", &[Table, Json]),
-        ("diff", &[Table, Json, Markdown]),
-        ("crossval", &[Table, Json, Markdown]),
-        ("plot", &[Table, Json]),
-        ("report", &[Table, Json]),
-        ("points", &[Table, Json]),
-    ]
-};
-
-pub(super) fn formats_of(command: &str) -> Option<&'static [FormatArg]> {
-    FORMATS.iter().find(|(name, _)| *name == command).map(|(_, f)| *f)
+/// The formats each subcommand prints, as its result type declares them
+/// (`Report::FORMATS`): any other is refused before the command runs
+/// (exit 2), and the help lists them per subcommand. `schema`,
+/// `completions` and `man` print one fixed form (None).
+pub(super) fn formats_of(command: &str) -> Option<&'static [Format]> {
+    use crate::report::Report;
+    Some(match command {
+        "ingest" => <crate::points::summary::IngestReport as Report>::FORMATS,
+        "fit" => <crate::lines::FitReport as Report>::FORMATS,
+        "emit" => <crate::coefficients::emit::EmitReport as Report>::FORMATS,
+        "verify" => <crate::verify::VerifyReport as Report>::FORMATS,
+        "reserve" => <crate::pricing::ReserveReport as Report>::FORMATS,
+        "plan" => <crate::plan::Plan as Report>::FORMATS,
+        "diff" => <crate::diff::DiffReport as Report>::FORMATS,
+        "crossval" => <crate::crossval::CrossvalReport as Report>::FORMATS,
+        "plot" => <crate::report::plot::PlotReport as Report>::FORMATS,
+        "report" => <crate::report::bundle::BundleReport as Report>::FORMATS,
+        "points" => <crate::points::summary::PointList as Report>::FORMATS,
+        _ => return None,
+    })
 }
 
-pub(super) fn format_names(formats: &[FormatArg]) -> Vec<String> {
-    formats.iter().filter_map(|f| f.to_possible_value()).map(|v| v.get_name().to_string()).collect()
+/// The subcommands that print a result in a choice of formats, in help order.
+const FORMATTED: &[&str] =
+    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points"];
+
+pub(super) fn format_names(formats: &[Format]) -> Vec<String> {
+    formats.iter().map(|f| f.as_str().to_string()).collect()
 }
 
 /// The command line definition, with each subcommand's formats in its
@@ -451,8 +453,8 @@ pub(super) fn command() -> clap::Command {
     let format = cmd.get_arguments().find(|a| a.get_id() == "format").cloned().expect("--format is global");
     // Each subcommand gets its own copy of the global `--format` (clap then
     // propagates no other), saying which formats it prints.
-    for (name, formats) in FORMATS {
-        let names = format_names(formats).join("|");
+    for name in FORMATTED {
+        let names = format_names(formats_of(name).unwrap_or_default()).join("|");
         let own =
             format.clone().help(format!("Output format: {names} (any other is refused)")).hide_possible_values(true);
         cmd = cmd.mut_subcommand(*name, |c| {

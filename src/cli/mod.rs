@@ -457,17 +457,19 @@ fn run_command(
 ) -> anyhow::Result<Found> {
     let color = streams.color;
     let name = cli.command.name();
-    if let Some(formats) = formats_of(name) {
-        if !formats.contains(&cli.format) {
-            let asked = format_names(&[cli.format]).join("");
-            anyhow::bail!("`{name}` has no {asked} output (it prints {})", format_names(formats).join(", "));
-        }
-    } else if cli.format != FormatArg::Table {
-        // `schema`, `completions` and `man` print one fixed form.
-        let asked = format_names(&[cli.format]).join("");
-        anyhow::bail!("`{name}` prints one fixed form and takes no --format (asked: {asked})");
-    }
     let format: Format = cli.format.into();
+    if let Some(formats) = formats_of(name) {
+        if !formats.contains(&format) {
+            anyhow::bail!(
+                "`{name}` has no {} output (it prints {})",
+                format.as_str(),
+                format_names(formats).join(", ")
+            );
+        }
+    } else if format != Format::Table {
+        // `schema`, `completions` and `man` print one fixed form.
+        anyhow::bail!("`{name}` prints one fixed form and takes no --format (asked: {})", format.as_str());
+    }
     let explicit_root = cli.root.clone();
     let root = cli.root.unwrap_or_else(|| PathBuf::from("."));
     match cli.command {

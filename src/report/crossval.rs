@@ -59,6 +59,11 @@ fn summary(r: &CrossvalReport) -> String {
 }
 
 impl Report for CrossvalReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Markdown]
+    };
+
     fn table(&self) -> String {
         let mut s = grid(&HEADERS, rows(self), &[1, 2, 3, 4, 5]);
         s.push('\n');

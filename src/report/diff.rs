@@ -99,6 +99,11 @@ fn unchanged_text(r: &DiffReport) -> String {
 }
 
 impl Report for DiffReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Markdown]
+    };
+
     fn table(&self) -> String {
         let mut s = format!("reservations, before = {} → after = {}\n", self.before, self.after);
         if !self.cases.is_empty() {

@@ -66,6 +66,11 @@ fn insufficient(r: &FitReport) -> Vec<Vec<String>> {
 }
 
 impl Report for FitReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Markdown]
+    };
+
     fn table(&self) -> String {
         let mut s = grid(FIT_HEADERS, fit_rows(self), &[2, 3, 4, 5, 6, 7]);
         s.push('\n');
@@ -137,6 +142,11 @@ fn bundled_line(r: &EmitReport) -> String {
 }
 
 impl Report for EmitReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Markdown, Format::Github]
+    };
+
     fn table(&self) -> String {
         let rows = emit_rows(self);
         let mut s = String::new();

@@ -2,6 +2,11 @@ use super::{grid, Report};
 use crate::points::summary::IngestReport;
 
 impl Report for IngestReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Github]
+    };
+
     fn table(&self) -> String {
         let files = self
             .files

@@ -33,9 +33,24 @@ pub enum Format {
     Markdown,
 }
 
+impl Format {
+    /// The name `--format` takes.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Github => "github",
+            Format::Markdown => "markdown",
+        }
+    }
+}
+
 /// A result that can be shown. JSON comes from `Serialize`; the others are
 /// optional and a format a result does not support is a usage error.
 pub trait Report: Serialize {
+    /// The formats this result prints: the one declaration `--help`, the
+    /// check before a command runs, and rendering all read.
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json];
     /// The human view.
     fn table(&self) -> String;
     /// GitHub annotations, where they make sense.
@@ -50,6 +65,9 @@ pub trait Report: Serialize {
 
 /// Renders a result in the asked format.
 pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String> {
+    if !R::FORMATS.contains(&format) {
+        bail!("`{command}` has no {} output", format.as_str());
+    }
     let text = match format {
         Format::Table => Some(r.table()),
         Format::Json => Some(String::from_utf8(crate::fsio::to_json_bytes(r)?)?),

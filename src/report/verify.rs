@@ -65,6 +65,11 @@ pub(super) fn findings_tables(findings: &[Finding]) -> String {
 }
 
 impl Report for VerifyReport {
+    const FORMATS: &'static [crate::report::Format] = {
+        use crate::report::Format;
+        &[Format::Table, Format::Json, Format::Github, Format::Markdown]
+    };
+
     fn table(&self) -> String {
         let mut s = findings_tables(&self.findings);
         s.push_str(&summary(self));
