@@ -7,10 +7,10 @@
 //! is turned into a measurement-CSV row and goes through the same
 //! [`row_to_point`] as a CSV, so both paths give the same points.
 
-use super::row::{row_to_point, Fields, Interners, RowOrigin, Rows};
+use super::row::{row_to_point, Col, Fields, Interners, RowOrigin, Rows};
 use crate::exact::mib_decimal_to_bytes;
 use crate::registry::Registry;
-use crate::vocab::Dtype;
+use crate::vocab::{Aggregate, Context, Dtype};
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
 
@@ -134,35 +134,39 @@ fn record_fields(
     if loaded != run {
         id.push_str(&format!("-{loaded}load"));
     }
-    let mut put = |k: &str, v: String| {
-        f.insert(k.to_string(), v);
+    // The record becomes the row a CSV would hold, named by the CSV's own
+    // columns and spelled by the vocabularies, so it is checked by the one
+    // row rule (`row_to_point`) every importer shares.
+    let mut put = |c: Col, v: String| {
+        f.insert(c.name().to_string(), v);
     };
-    put("id", id);
-    put("source", ctx.source.clone());
-    put("device", ctx.device.clone().unwrap_or_default());
-    put("torch", ctx.torch.clone().unwrap_or_default());
-    put("conv_backend", ctx.conv_backend.clone());
-    put("allocator", ctx.allocator.clone());
-    put("os", ctx.os.clone());
-    put("model", model);
-    put("op", op.to_string());
-    put("tile", tile);
-    put("run_dtype", run.to_string());
-    put("loaded_dtype", loaded.to_string());
-    put("width", w.to_string());
-    put("height", h.to_string());
-    put("batch", "1".to_string());
-    put("aggregate", "mean".to_string());
-    put("runs", ctx.runs.map(|r| r.to_string()).unwrap_or_default());
-    put("context", "isolated".to_string());
-    for (from, to) in [("avg_reserved_mb", "reserved_mib"), ("avg_allocated_mb", "allocated_mib")] {
+    put(Col::Id, id);
+    put(Col::Source, ctx.source.clone());
+    put(Col::Device, ctx.device.clone().unwrap_or_default());
+    put(Col::Torch, ctx.torch.clone().unwrap_or_default());
+    put(Col::ConvBackend, ctx.conv_backend.clone());
+    put(Col::Allocator, ctx.allocator.clone());
+    put(Col::Os, ctx.os.clone());
+    put(Col::Model, model);
+    put(Col::Op, op.to_string());
+    put(Col::Tile, tile);
+    put(Col::RunDtype, run.to_string());
+    put(Col::LoadedDtype, loaded.to_string());
+    put(Col::Width, w.to_string());
+    put(Col::Height, h.to_string());
+    put(Col::Batch, "1".to_string());
+    put(Col::Aggregate, Aggregate::Mean.as_str().to_string());
+    put(Col::Runs, ctx.runs.map(|r| r.to_string()).unwrap_or_default());
+    put(Col::Context, Context::Isolated.as_str().to_string());
+    for (from, to) in [("avg_reserved_mb", Col::ReservedMib), ("avg_allocated_mb", Col::AllocatedMib)] {
         if let Some(v) = obj.get(from) {
             put(to, number_text(v).ok_or_else(|| anyhow!("{at}: {from}: expected a number"))?);
         }
     }
+    // The rest of the record is kept in the point's metadata, under its own names.
     for extra in ["model_size_mb", "max_reserved_mb", "max_allocated_mb", "avg_time_s"] {
         if let Some(v) = obj.get(extra).and_then(number_text) {
-            put(extra, v);
+            f.insert(extra.to_string(), v);
         }
     }
     Ok(f)
