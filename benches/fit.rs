@@ -45,7 +45,7 @@ fn fit_one_line(bencher: divan::Bencher, n: usize) {
 fn emit_shipped_data(bencher: divan::Bencher) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     bencher.bench(|| {
-        vramfit::commands::emit::fresh(divan::black_box(&root), vramfit::commands::emit::Purpose::Write)
+        vramfit::verify::fresh::fresh(divan::black_box(&root), vramfit::verify::fresh::Purpose::Write)
             .unwrap()
             .bytes
             .map_or(0, |b| b.len())

@@ -110,7 +110,7 @@ fn assemble_lines(bencher: divan::Bencher, n: usize) {
 #[divan::bench(sample_count = 5, args = SIZES)]
 fn verify(bencher: divan::Bencher, n: usize) {
     let dir = root(n);
-    bencher.bench(|| vramfit::commands::verify::run(&dir).unwrap().findings.len());
+    bencher.bench(|| vramfit::verify::audit(&dir).unwrap().findings.len());
 }
 
 /// The whole pipeline a maintainer runs: ingest a CSV into an empty store,
@@ -130,6 +130,6 @@ fn pipeline(bencher: divan::Bencher, n: usize) {
     bencher.with_inputs(|| std::fs::remove_file(dir.join("measurements/vae.json")).unwrap()).bench_values(|()| {
         vramfit::commands::ingest::run(&dir, &opts, &vramfit::progress::Silent).unwrap();
         vramfit::commands::emit::run(&dir, false, true, vramfit::fsio::DEFAULT_WAIT).unwrap();
-        vramfit::commands::verify::run(&dir).unwrap().findings.len()
+        vramfit::verify::audit(&dir).unwrap().findings.len()
     });
 }

@@ -310,3 +310,14 @@ fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<Cross
 fn covers_image(p: &Point) -> bool {
     u64::from(p.key.tile) >= p.width && u64::from(p.key.tile) >= p.height
 }
+
+/// [`crossval`] of the lines fitted from `root`'s own points and policy.
+pub fn of_root(
+    root: &std::path::Path,
+    by: HoldOut,
+    progress: &dyn crate::progress::Progress,
+) -> Result<CrossvalReport> {
+    let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
+    let lines = crate::lines::assemble(&inp.points, &inp.policy)?;
+    crossval(&inp.points, &inp.policy, &lines, by, progress)
+}

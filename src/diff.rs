@@ -7,6 +7,10 @@
 //! side may be the v1 estimator instead (`legacy`), priced from the other
 //! side's legacy table.
 
+pub mod sides;
+
+pub use sides::{of_sides, DiffOptions, SideSpec};
+
 use crate::coefficients::emit::{diff as line_changes, Change, LineChange};
 use crate::exact::Ratio;
 use crate::points::LineKey;

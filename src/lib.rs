@@ -5,12 +5,13 @@
 //! module and its floor), and no module uses one on its own floor or above
 //! (`tests/architecture.rs` reads that table and checks it): the ground
 //! ([`exact`], [`vocab`], [`registry`], [`findings`], [`fsio`], [`text`],
-//! [`par`], [`heap`], [`progress`]) → [`units`], [`fit`] (pure math),
+//! [`par`], [`heap`], [`progress`]) → [`contract`] (what a runtime
+//! shares), [`units`], [`fit`] (pure math),
 //! [`places`] (where in a file a finding is) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
 //! [`crossval`], [`coefficients`] (the shipped file) → [`pricing`] →
-//! [`verify`], [`plan`], [`diff`], [`plot`] → [`commands`], [`report`] →
-//! [`cli`].
+//! [`verify`], [`plan`], [`diff`], [`plot`] → [`evidence`] (what a
+//! reviewer reads) → [`report`] (renderers) → [`commands`] → [`cli`].
 
 pub mod cli;
 pub mod coefficients;
@@ -18,6 +19,7 @@ pub mod commands;
 pub mod contract;
 pub mod crossval;
 pub mod diff;
+pub mod evidence;
 pub mod exact;
 pub mod findings;
 pub mod fit;

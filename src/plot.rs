@@ -62,6 +62,56 @@ impl LinePlot {
     }
 }
 
+/// Where the plotting area lies in the picture and what it spans, so a
+/// reader (a test) can map a data point to its pixel. The renderer that
+/// draws the picture fills it in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    /// Pixel columns `[left, right)` and rows `[top, bottom)` of the plotting area.
+    pub left: i32,
+    pub right: i32,
+    pub top: i32,
+    pub bottom: i32,
+    /// Axis spans: megapixels on x, MiB on y, both from 0.
+    pub x_max_mpx: f64,
+    pub y_max_mib: f64,
+}
+
+/// One plot as written.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlotFile {
+    /// The line key.
+    pub key: String,
+    /// The SVG's file name in the output folder.
+    pub file: String,
+    /// The same picture as PNG, beside it (for a pull-request comment).
+    pub png: String,
+    /// Where the plotting area lies, to map data to pixels.
+    pub frame: Frame,
+    /// What was drawn.
+    pub plot: LinePlot,
+}
+
+/// What `plot` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlotReport {
+    /// The output folder.
+    pub out: String,
+    /// The page that shows every plot.
+    pub index: String,
+    /// Every plot, in key order.
+    pub files: Vec<PlotFile>,
+}
+
+/// [`plots`] of the lines fitted from `root`'s own points and policy, with
+/// the file `emit` would build from them.
+pub fn of_root(root: &std::path::Path) -> Result<Vec<LinePlot>> {
+    let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Compute)?;
+    let lines = crate::lines::assemble(&inp.points, &inp.policy)?;
+    let file = crate::coefficients::build(&lines, &inp.policy, inp.points_digest(), &inp.policy_digest);
+    plots(&inp.points, &inp.policy, &lines, &file)
+}
+
 /// Plots of every fitted or carried line, sorted by key.
 pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &CoefficientsFile) -> Result<Vec<LinePlot>> {
     let mut out = Vec::new();

@@ -132,3 +132,81 @@ fn pricing_imports_nothing_maintainer_side() {
     }
     assert!(bad.is_empty(), "pricing imports maintainer-side modules:\n{}", bad.join("\n"));
 }
+
+/// The names of a folder's modules (its `.rs` files and subfolders, less
+/// `mod.rs`).
+fn modules_in(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|m| m != "mod")
+        .collect();
+    out.sort();
+    out
+}
+
+/// Where a command file of `src/commands/` reaches into a sibling command
+/// (`super::emit::…`, `crate::commands::reserve::…`).
+fn sibling_calls(file: &str, text: &str, siblings: &[String]) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    let mut bad = Vec::new();
+    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for s in siblings.iter().filter(|s| s.as_str() != file) {
+            for call in [format!("super::{s}::"), format!("crate::commands::{s}::"), format!("super::{{{s}")] {
+                if line.contains(&call) {
+                    bad.push(format!("commands/{file}.rs: {}", line.trim()));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// What two commands share lives in the domain (the fresh build, loading
+/// coefficients, a diff's sides) or in `commands` itself, never in a
+/// sibling command: no command calls another.
+#[test]
+fn no_command_calls_another() {
+    let dir = repo().join("src/commands");
+    let siblings = modules_in(&dir);
+    assert!(siblings.len() >= 10, "{siblings:?}");
+    let mut bad = Vec::new();
+    for s in &siblings {
+        let text = fs::read_to_string(dir.join(format!("{s}.rs"))).unwrap();
+        bad.extend(sibling_calls(s, &text, &siblings));
+    }
+    assert!(bad.is_empty(), "a command calls another:\n{}", bad.join("\n"));
+    // The scanner sees the call this check exists for.
+    let fit = "use super::{Found, Outcome};\nfn run() { super::emit::fresh(root) }";
+    assert_eq!(sibling_calls("fit", fit, &siblings).len(), 1);
+}
+
+/// Renderers return text or bytes (`report::OutFile`); the command writes
+/// them. No file of `src/report/` touches the file system.
+#[test]
+fn renderers_write_nothing() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src/report"), &mut files);
+    assert!(files.len() >= 10);
+    let mut bad = Vec::new();
+    for f in files {
+        for w in file_writes(&fs::read_to_string(&f).unwrap()) {
+            bad.push(format!("{}: {w}", f.display()));
+        }
+    }
+    assert!(bad.is_empty(), "a renderer writes files:\n{}", bad.join("\n"));
+    // The scanner sees the write the old bundle renderer made.
+    assert_eq!(
+        file_writes("let file = dir.join(\"report.md\");\ncrate::fsio::write_atomic(&file, md.as_bytes())?;"),
+        ["write_atomic"]
+    );
+}
+
+/// The file-system writes a source text names, outside its unit tests.
+fn file_writes(text: &str) -> Vec<&'static str> {
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    ["write_atomic", "std::fs", "fs::write", "File::create", "create_dir"]
+        .into_iter()
+        .filter(|w| code.contains(w))
+        .collect()
+}

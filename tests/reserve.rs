@@ -467,6 +467,25 @@ fn inside_a_root_whose_file_differs_the_compiled_in_answer_says_so() {
         .output()
         .unwrap();
     assert!(stderr_of(&plan).contains("--root ."), "plan warns too: {}", stderr_of(&plan));
+    // A query the compiled-in copy cannot answer (a model emitted since, say)
+    // says in its error that the folder's file differs, and only then.
+    let unknown = |dir: &std::path::Path| {
+        vramfit()
+            .current_dir(dir)
+            .args(["reserve", "no-such-vae", "decode", "512x512", "--dtype", "fp16"])
+            .output()
+            .unwrap()
+    };
+    let failed = unknown(dir.path());
+    assert_eq!(failed.status.code(), Some(2));
+    let said = stderr_of(&failed);
+    assert!(
+        said.contains("compiled-in coefficients") && said.contains("--root .") && said.contains("no-such-vae"),
+        "{said}"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let said = stderr_of(&unknown(elsewhere.path()));
+    assert!(said.contains("no-such-vae") && !said.contains("compiled-in"), "{said}");
     // `--root .` prices with the local file, and then there is nothing to warn about.
     let out = ask(&["--root", "."]);
     assert_eq!(stderr_of(&out), "");

@@ -533,9 +533,9 @@ impl Pricer for IgnoreOs {
 }
 
 fn query_path_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
-    let real = vramfit::commands::verify::run(root).unwrap();
+    let real = vramfit::verify::audit(root).unwrap();
     assert!(real.ok, "the real pricer passes: {:?}", real.findings);
-    let broken = vramfit::commands::verify::run_with(root, make).unwrap();
+    let broken = vramfit::verify::audit_with(root, make).unwrap();
     assert!(!broken.ok);
     let lines: Vec<String> = broken
         .findings
@@ -644,7 +644,7 @@ impl Pricer for NoLegacyFloor {
 #[test]
 fn pricer_that_forgets_the_legacy_floor() {
     let root = scratch();
-    let broken = vramfit::commands::verify::run_with(root.path(), &|c| Box::new(NoLegacyFloor(c))).unwrap();
+    let broken = vramfit::verify::audit_with(root.path(), &|c| Box::new(NoLegacyFloor(c))).unwrap();
     let floor: Vec<_> = broken.findings.iter().filter(|f| f.code == vramfit::findings::Code::Floor).collect();
     assert!(!floor.is_empty(), "{:?}", broken.findings);
     assert!(floor.iter().any(|f| f.message.contains("sd/decode/0/miopen/fp16")), "{floor:?}");
@@ -836,9 +836,9 @@ impl Pricer for OtherDtypeBlind {
 #[test]
 fn a_pricer_that_prices_an_unmeasured_dtype_below_a_measured_one_is_caught() {
     let root = scratch();
-    let real = vramfit::commands::verify::run(root.path()).unwrap();
+    let real = vramfit::verify::audit(root.path()).unwrap();
     assert!(real.ok, "{:?}", real.findings);
-    let broken = vramfit::commands::verify::run_with(root.path(), &|c| Box::new(OtherDtypeBlind(c))).unwrap();
+    let broken = vramfit::verify::audit_with(root.path(), &|c| Box::new(OtherDtypeBlind(c))).unwrap();
     let caught: Vec<&str> = broken
         .findings
         .iter()
@@ -877,9 +877,9 @@ impl Pricer for WholeImageTile {
 }
 
 fn derived_caught(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
-    let real = vramfit::commands::verify::run(root).unwrap();
+    let real = vramfit::verify::audit(root).unwrap();
     assert!(real.ok, "the real pricer passes: {:?}", real.findings);
-    let broken = vramfit::commands::verify::run_with(root, make).unwrap();
+    let broken = vramfit::verify::audit_with(root, make).unwrap();
     let keys: Vec<String> = broken
         .findings
         .iter()
@@ -1012,9 +1012,9 @@ impl Pricer for WholeImageAttention {
 
 fn attention_caught(make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Vec<String> {
     let root = scratch();
-    let real = vramfit::commands::verify::run(root.path()).unwrap();
+    let real = vramfit::verify::audit(root.path()).unwrap();
     assert!(real.ok, "the real pricer passes: {:?}", real.findings);
-    let broken = vramfit::commands::verify::run_with(root.path(), make).unwrap();
+    let broken = vramfit::verify::audit_with(root.path(), make).unwrap();
     let keys: Vec<String> = broken
         .findings
         .iter()

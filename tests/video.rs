@@ -331,9 +331,9 @@ fn verify_catches_a_pricer_that_drops_the_clip_term() {
         }
     }
     let root = video_root();
-    let real = vramfit::commands::verify::run(&root).unwrap();
+    let real = vramfit::verify::audit(&root).unwrap();
     assert!(real.ok, "the real pricer passes: {:?}", real.findings);
-    let broken = vramfit::commands::verify::run_with(&root, &|c| Box::new(NoClip(c)) as Box<dyn Pricer>).unwrap();
+    let broken = vramfit::verify::audit_with(&root, &|c| Box::new(NoClip(c)) as Box<dyn Pricer>).unwrap();
     let codes: Vec<vramfit::findings::Code> = broken.findings.iter().map(|f| f.code).collect();
     assert!(codes.contains(&vramfit::findings::Code::QueryPath), "{codes:?}");
     // The clip term is also what lifts a measured line's answer over the points.

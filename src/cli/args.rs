@@ -431,8 +431,8 @@ pub(super) fn formats_of(command: &str) -> Option<&'static [Format]> {
         "plan" => <crate::plan::Plan as Report>::FORMATS,
         "diff" => <crate::diff::DiffReport as Report>::FORMATS,
         "crossval" => <crate::crossval::CrossvalReport as Report>::FORMATS,
-        "plot" => <crate::report::plot::PlotReport as Report>::FORMATS,
-        "report" => <crate::report::bundle::BundleReport as Report>::FORMATS,
+        "plot" => <crate::plot::PlotReport as Report>::FORMATS,
+        "report" => <crate::evidence::BundleReport as Report>::FORMATS,
         "points" => <crate::points::summary::PointList as Report>::FORMATS,
         _ => return None,
     })

@@ -1,13 +1,19 @@
 //! `vramfit crossval`: leave one size (or source) out, refit, price it.
 
-use crate::crossval::{self, CrossvalReport, HoldOut};
-use crate::lines::assemble;
-use crate::workspace::Workspace;
+use super::{Found, Outcome};
+use crate::crossval::{CrossvalReport, HoldOut};
+use crate::exact::Ratio;
 use anyhow::Result;
 use std::path::Path;
 
-pub fn run(root: &Path, by: HoldOut, progress: &dyn crate::progress::Progress) -> Result<CrossvalReport> {
-    let inp = Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
-    let lines = assemble(&inp.points, &inp.policy)?;
-    crossval::crossval(&inp.points, &inp.policy, &lines, by, progress)
+/// `fail_under`: `--fail-under`, the coverage below which the run is a finding.
+pub fn run(
+    root: &Path,
+    by: HoldOut,
+    fail_under: Option<Ratio>,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Outcome<CrossvalReport>> {
+    let r = crate::crossval::of_root(root, by, progress)?;
+    let found = Found::when(fail_under.is_some_and(|p| r.below(p)), Found::CoverageBelow);
+    Ok(Outcome::of(r).found(found))
 }

@@ -1,73 +1,17 @@
 //! `vramfit emit`: write `fits/vae.json` from the points and the policy.
 
+use super::{Found, Outcome};
+use crate::coefficients;
 use crate::coefficients::emit::{diff, BundledCopy, EmitReport};
-use crate::coefficients::{self, CoefficientsFile};
-use crate::lines::{assemble_groups, group, FitLine, Line};
-use crate::pricing::Coefficients;
-use crate::verify::{self, Finding};
-use crate::workspace::{Digest, Workspace};
+use crate::verify::fresh::{fresh, Fresh, Purpose};
+use crate::workspace::Workspace;
 use anyhow::Result;
 use std::path::Path;
 
-/// What `fit` shows and `emit` writes, built once from the inputs.
-pub struct Fresh {
-    /// Every line as `fit` shows it.
-    pub lines: Vec<FitLine>,
-    /// The file `emit` writes.
-    pub file: CoefficientsFile,
-    /// Its bytes, when made for writing ([`Purpose::Write`]).
-    pub bytes: Option<Vec<u8>>,
-    /// What `verify` would report on it, so `fit` and `emit` say at write
-    /// time what CI would say after.
-    pub findings: Vec<Finding>,
-}
-
-/// What the fresh file is made for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// `emit`: the file's bytes, with the store's digest in them.
-    Write,
-    /// `fit`: the lines and findings only; the store is not hashed and no
-    /// bytes are made (at 10^6 points that was a quarter of `fit`).
-    Show,
-}
-
-/// Fits the lines, builds the file and runs every `verify` check on it.
-pub fn fresh(root: &Path, purpose: Purpose) -> Result<Fresh> {
-    let digest = match purpose {
-        Purpose::Write => Digest::Compute,
-        Purpose::Show => Digest::Skip,
-    };
-    let inp = Workspace::new(root).inputs_strict(digest)?;
-    let groups = group(&inp.points, &inp.policy);
-    let lines = assemble_groups(&groups, &inp.policy)?;
-    let file = coefficients::build(&lines, &inp.policy, inp.points_digest(), &inp.policy_digest);
-    // The pricer owns the file (at 10^6 points a copy of its point ids
-    // was 20 MB).
-    let pricer = Coefficients::new(file, "the fresh fits/vae.json".into())?;
-    let file = &pricer.file;
-    // The file's bytes and the lines as shown are made beside the audit.
-    let (made, findings) = crate::par::join(
-        true,
-        || -> Result<(Option<Vec<u8>>, Vec<FitLine>)> {
-            let bytes = match purpose {
-                Purpose::Write => Some(crate::fsio::to_json_bytes(file)?),
-                Purpose::Show => None,
-            };
-            Ok((bytes, lines.iter().map(Line::report).collect()))
-        },
-        || verify::run_fresh(&inp, &groups, file, &pricer).findings,
-    );
-    let (bytes, shown) = made?;
-    // The points are freed beside what the command does next.
-    drop(groups);
-    let items = inp.points.len();
-    crate::par::drop_later(inp, items);
-    Ok(Fresh { lines: shown, file: pricer.file, bytes, findings })
-}
-
-/// `wait`: how long to wait for another writer's lock (`--wait`).
-pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> Result<EmitReport> {
+/// `check`: only compare (`--check`); `force`: write despite findings
+/// (`--force`); `wait`: how long to wait for another writer's lock
+/// (`--wait`).
+pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> Result<Outcome<EmitReport>> {
     // The lock covers reading the points as well as writing the file, so an
     // ingest running beside this emit is either all in or all out of it.
     let ws = Workspace::new(root);
@@ -128,7 +72,7 @@ pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> 
         .unwrap_or(1);
     let mut findings = findings;
     crate::places::locate(&mut findings, root);
-    Ok(EmitReport {
+    let r = EmitReport {
         file: crate::fsio::shown(&path),
         check,
         changed,
@@ -138,5 +82,12 @@ pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> 
         findings,
         bundled,
         changed_at,
-    })
+    };
+    let found = match (check && r.out_of_date(), r.findings.is_empty()) {
+        (_, false) => Found::Findings,
+        (true, true) => Found::OutOfDate,
+        (false, true) => Found::Nothing,
+    };
+    let weight = r.findings.len();
+    Ok(Outcome::of(r).found(found).weighing(weight))
 }

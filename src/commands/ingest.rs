@@ -96,7 +96,13 @@ pub fn read_rows(
     Ok((all, sizes))
 }
 
-pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
+pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<super::Outcome<IngestReport>> {
+    let r = ingest(root, opts, progress)?;
+    let found = super::Found::when(opts.check && !r.up_to_date, super::Found::OutOfDate);
+    Ok(super::Outcome::of(r).found(found))
+}
+
+fn ingest(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
     // The lock covers the whole read–modify–write of the store, so a

@@ -1,10 +1,11 @@
 //! `vramfit plan`: will the work fit, and how should it run? Builds the
 //! budget and the workload from typed options, then plans.
 
-use super::reserve::{load, QueryOptions};
+use super::{Found, Note, Outcome};
 use crate::exact::Ratio;
-use crate::plan::{self, Canvas, Plan};
+use crate::plan::{self, Canvas, Plan, Verdict};
 use crate::pricing::platform::EnvSnapshot;
+use crate::pricing::source::QueryOptions;
 use anyhow::{bail, Result};
 
 /// The work to plan.
@@ -37,13 +38,35 @@ pub struct PlanOptions {
     pub share: Ratio,
     /// Upper bound on the budget, bytes.
     pub cap: Option<u64>,
+    /// `--fail-on`: a verdict this bad or worse is a finding.
+    pub fail_on: Option<Verdict>,
+    /// `--strict`: a plan resting on an estimate is a finding.
+    pub strict: bool,
 }
 
-pub fn run(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Plan> {
+pub fn run(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Outcome<Plan>> {
+    let p = match &opts.work {
+        Work::Vae(q) => super::or_local_copy(&q.source, plan(opts, env))?,
+        Work::Canvas { .. } => plan(opts, env)?,
+    };
+    let mut notes = match &opts.work {
+        Work::Vae(q) => super::local_copy_note(&q.source),
+        Work::Canvas { .. } => Vec::new(),
+    };
+    if p.any_host() {
+        notes.push(Note::Warning(format!("part of this work cannot run on the device: {}", p.reasons.join("; "))));
+    }
+    let (strict, strict_notes) = super::strict(opts.strict, p.estimates());
+    notes.extend(strict_notes);
+    let found = if opts.fail_on.is_some_and(|f| p.worst() >= f) { Found::VerdictMet } else { strict };
+    Ok(Outcome { notes, ..Outcome::of(p).found(found) })
+}
+
+fn plan(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Plan> {
     let budget = plan::budget(opts.free, opts.share, opts.cap)?;
     match &opts.work {
         Work::Vae(q) => {
-            let c = load(&q.source())?;
+            let c = q.source.load()?;
             let tiles = c.file.tiles.clone();
             plan::vae(&c, &q.query()?, env, &budget, &tiles)
         }

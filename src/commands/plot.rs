@@ -1,14 +1,12 @@
-//! `vramfit plot`: what each line's picture shows (drawn by `report`).
+//! `vramfit plot`: draw each line's picture into a folder.
 
-use crate::lines::assemble;
-use crate::plot::{self, LinePlot};
-use crate::workspace::Workspace;
+use super::Outcome;
+use crate::plot::PlotReport;
 use anyhow::Result;
 use std::path::Path;
 
-pub fn run(root: &Path) -> Result<Vec<LinePlot>> {
-    let inp = Workspace::new(root).inputs_strict(crate::workspace::Digest::Compute)?;
-    let lines = assemble(&inp.points, &inp.policy)?;
-    let file = crate::coefficients::build(&lines, &inp.policy, inp.points_digest(), &inp.policy_digest);
-    plot::plots(&inp.points, &inp.policy, &lines, &file)
+/// `out`: the folder the plots are written into.
+pub fn run(root: &Path, out: &Path) -> Result<Outcome<PlotReport>> {
+    let drawn = crate::report::plot::draw(&crate::plot::of_root(root)?)?;
+    Ok(Outcome::of(super::write_plots(out, drawn)?))
 }

@@ -7,7 +7,11 @@ use crate::workspace::Workspace;
 use anyhow::{anyhow, bail, Result};
 use std::path::Path;
 
-pub fn run(root: &Path, f: &PointFilter) -> Result<PointList> {
+pub fn run(root: &Path, f: &PointFilter) -> Result<super::Outcome<PointList>> {
+    Ok(super::Outcome::of(list(root, f)?))
+}
+
+fn list(root: &Path, f: &PointFilter) -> Result<PointList> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
     let all = ws.points(&policy)?;

@@ -6,8 +6,10 @@
 //! (`points`, `policy`, `lines`, `coefficients`) re-exports what it shares
 //! from here, so one type has one home.
 
+pub mod fields;
 pub mod file;
 pub mod key;
+pub mod load;
 pub mod rules;
 pub mod video;
 
@@ -17,7 +19,8 @@ pub use file::{
     EMBEDDED, FORMAT, VERSION,
 };
 pub use key::LineKey;
+pub use load::{load, parse, parse_read, read_json, version_mismatch};
 pub use rules::{
     is_os_specific, AllocatorDefault, Attention, AttentionPlatform, Legacy, LegacyK, OsSpecific, Tiling, TilingHost,
-    ATTENTION_FORMULA, DERIVED_TILE_FORMULA,
+    ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
 };

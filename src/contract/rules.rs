@@ -9,6 +9,9 @@ use crate::vocab::{Allocator, ConvBackend, Dtype, Os};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The one unmeasured-platform rule vramfit implements (docs/DESIGN.md, "Pricing").
+pub const UNMEASURED_RULE: &str = "max-measured-with-legacy-floor";
+
 /// A `(conv_backend, allocator)` pair whose lines keep their OS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OsSpecific {

@@ -25,8 +25,7 @@ use crate::vocab::{Allocator, ConvBackend, Os};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-/// The one unmeasured-platform rule vramfit implements (docs/DESIGN.md, "Pricing").
-pub const UNMEASURED_RULE: &str = "max-measured-with-legacy-floor";
+pub use crate::contract::UNMEASURED_RULE;
 
 /// A point id listed in `[[exclude]]` or `[[exception]]`, with its reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,6 +7,7 @@ mod answer;
 mod attention;
 pub mod legacy;
 pub mod platform;
+pub mod source;
 mod tiled;
 mod video;
 

@@ -1,71 +1,30 @@
-//! `vramfit report`: one markdown file a maintainer attaches to a pull
-//! request, with the plots beside it. It renders results the domain
-//! computed: the lines, the verify findings, the diff, the cross-validation.
+//! `report.md`: the one markdown file a maintainer attaches to a pull
+//! request, with the plots beside it. It renders what [`crate::evidence`]
+//! gathered: the lines, the verify findings, the diff, the
+//! cross-validation, and the plots as drawn.
 
-use super::plot::{write_plots, PlotReport};
 use super::Report;
-use crate::crossval::CrossvalReport;
-use crate::diff::DiffReport;
-use crate::lines::FitReport;
-use crate::plot::LinePlot;
-use crate::verify::VerifyReport;
-use anyhow::Result;
-use serde::Serialize;
-use std::path::Path;
+use crate::evidence::{Bundle, BundleReport};
+use crate::lines::LineKind;
+use crate::plot::PlotFile;
 
-/// Everything the report shows.
-pub struct Bundle {
-    pub fit: FitReport,
-    pub verify: VerifyReport,
-    /// The diff against `--before`, or why there is none (no repository).
-    pub diff: std::result::Result<DiffReport, String>,
-    pub crossval: CrossvalReport,
-    pub plots: Vec<LinePlot>,
-}
-
-/// What `report` wrote.
-#[derive(Debug, Clone, Serialize)]
-pub struct BundleReport {
-    /// The markdown file.
-    pub file: String,
-    /// The plots written beside it.
-    pub plots: PlotReport,
-    /// Whether verify passed.
-    pub verify_ok: bool,
-    /// The plots shown inline (PNG file names): the changed lines'.
-    pub inline: Vec<String>,
-    /// Held-out coverage of the cross-validation, percent.
-    pub coverage_pct: Option<String>,
-}
+/// The markdown file's name in the report folder.
+pub const FILE: &str = "report.md";
+/// The plots' folder beside it.
+pub const PLOTS: &str = "plots";
 
 fn section(title: &str, body: Option<String>) -> String {
     format!("## {title}\n\n{}\n", body.unwrap_or_default().trim_end())
 }
 
-/// The plots `report.md` shows inline: the lines the diff says were added
-/// or changed (every line with `all`), as PNG, which a pull-request comment
-/// takes; the rest are linked.
-fn inline_plots(plots: &PlotReport, diff: &std::result::Result<DiffReport, String>, all: bool) -> Vec<usize> {
-    let changed: std::collections::BTreeSet<&str> = match diff {
-        Ok(d) => d
-            .lines
-            .iter()
-            .filter(|c| c.change != crate::coefficients::emit::Change::Removed)
-            .map(|c| c.key.as_str())
-            .collect(),
-        Err(_) => Default::default(),
-    };
-    (0..plots.files.len()).filter(|i| all || changed.contains(plots.files[*i].key.as_str())).collect()
-}
-
-/// Writes `report.md` and `plots/` into `dir`.
-pub fn write(dir: &Path, b: Bundle, all: bool) -> Result<BundleReport> {
-    let plots = write_plots(&dir.join("plots"), b.plots)?;
+/// `report.md` for `b`, whose plots were drawn as `plots`; `inline` are
+/// the indices of the plots shown inline (the rest are linked).
+pub fn markdown(b: &Bundle, plots: &[PlotFile], inline: &[usize]) -> String {
     let mut md = String::from("# vramfit report\n\n");
     md.push_str(&format!(
         "Coefficients built from {} lines ({} not fitted); verify: **{}**; cross-validation: {} of {} held-out points covered ({}%).\n\n",
-        b.fit.lines.iter().filter(|l| l.kind != crate::lines::LineKind::Insufficient).count(),
-        b.fit.lines.iter().filter(|l| l.kind == crate::lines::LineKind::Insufficient).count(),
+        b.fit.lines.iter().filter(|l| l.kind != LineKind::Insufficient).count(),
+        b.fit.lines.iter().filter(|l| l.kind == LineKind::Insufficient).count(),
         if b.verify.ok { "green".to_string() } else { format!("{} finding(s)", b.verify.findings.len()) },
         b.crossval.covered,
         b.crossval.held_out,
@@ -84,29 +43,20 @@ pub fn write(dir: &Path, b: Bundle, all: bool) -> Result<BundleReport> {
     md.push_str(&section("Cross-validation (leave one size out)", b.crossval.markdown()));
     md.push('\n');
     let mut links = String::new();
-    let inline = inline_plots(&plots, &b.diff, all);
     if inline.is_empty() {
         links.push_str("No line was added or changed against the side before: no plot is shown inline.\n\n");
     }
-    for i in &inline {
-        let f = &plots.files[*i];
-        links.push_str(&format!("### {}\n\n![{}](plots/{})\n\n", f.key, f.key, f.png));
+    for i in inline {
+        let f = &plots[*i];
+        links.push_str(&format!("### {}\n\n![{}]({PLOTS}/{})\n\n", f.key, f.key, f.png));
     }
     links.push_str("Every line (SVG, and PNG beside each):\n\n");
-    for f in &plots.files {
-        links.push_str(&format!("- [{}](plots/{}): {}\n", f.key, f.file, f.plot.formula));
+    for f in plots {
+        links.push_str(&format!("- [{}]({PLOTS}/{}): {}\n", f.key, f.file, f.plot.formula));
     }
-    links.push_str("\nAll plots on one page: [plots/index.html](plots/index.html).\n");
+    links.push_str(&format!("\nAll plots on one page: [{PLOTS}/{idx}]({PLOTS}/{idx}).\n", idx = super::plot::INDEX));
     md.push_str(&section("Plots", Some(links)));
-    let file = dir.join("report.md");
-    crate::fsio::write_atomic(&file, md.as_bytes())?;
-    Ok(BundleReport {
-        file: crate::fsio::shown(&file),
-        verify_ok: b.verify.ok,
-        inline: inline.iter().map(|i| plots.files[*i].png.clone()).collect(),
-        coverage_pct: b.crossval.coverage_pct.clone(),
-        plots,
-    })
+    md
 }
 
 impl Report for BundleReport {

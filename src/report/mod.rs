@@ -1,6 +1,8 @@
 //! Rendering: tables for people, JSON for scripts, GitHub annotations and
-//! markdown for CI. Renderers compute nothing; every figure they show was
-//! computed by the core and is in the JSON too.
+//! markdown for CI; SVG, PNG, HTML and `report.md` for the folder outputs,
+//! returned as bytes ([`OutFile`]) for the command to write. Renderers
+//! compute nothing and write nothing; every figure they show was computed
+//! by the core and is in the JSON too.
 
 pub mod bundle;
 mod crossval;
@@ -19,6 +21,17 @@ mod verify;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
+
+/// A file of a multi-file output (the plots, the report bundle): its name
+/// within the output folder and its bytes. Renderers make them; the command
+/// writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutFile {
+    /// The path within the folder (`report.md`, `plots/index.html`).
+    pub name: String,
+    /// What the file holds.
+    pub bytes: Vec<u8>,
+}
 
 /// Output formats (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +94,32 @@ pub fn render<R: Report>(r: &R, format: Format, command: &str) -> Result<String>
 }
 
 pub use grid::{grid, with_style, TableStyle};
+
+/// The program's version and the coefficients compiled into it: the
+/// file's digest, its lines and the points they rest on, and the digest of
+/// the store they were fitted from.
+pub fn long_version() -> String {
+    let text = crate::coefficients::EMBEDDED;
+    let mut s = format!("vramfit {}\n", env!("CARGO_PKG_VERSION"));
+    match crate::coefficients::parse(text, "embedded fits/vae.json") {
+        Ok(file) => {
+            let points: usize = file.lines.iter().map(|l| l.points).sum();
+            let fitted = file.lines.iter().filter(|l| l.kind == crate::lines::LineKind::Fitted).count();
+            s.push_str(&format!(
+                "coefficients: embedded fits/vae.json {}\n  {} lines ({fitted} fitted, {} carried) on {points} \
+                 points; {} keys too thin to fit\n  points digest {}\n  policy digest {}\n",
+                crate::fsio::sha256_tag(text.as_bytes()),
+                file.lines.len(),
+                file.lines.len() - fitted,
+                file.insufficient.len(),
+                file.digests.points,
+                file.digests.policy,
+            ));
+        }
+        Err(e) => s.push_str(&format!("coefficients: embedded fits/vae.json does not load: {e:#}\n")),
+    }
+    s
+}
 
 /// A GitHub Actions workflow command (`::error file=F,title=T::message`),
 /// its message escaped as the runner reads it (`%`, CR and LF).

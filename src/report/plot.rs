@@ -1,36 +1,21 @@
-//! Writing the plots: one SVG per line and an `index.html` that shows them
-//! with the line table. The same inputs give byte-identical files.
+//! Drawing the plots: one SVG per line, the same picture as PNG beside it,
+//! and an `index.html` that shows them with the line table, returned as
+//! files for a command to write. The same inputs give byte-identical files.
 
 use super::svg::{line_svg, Frame};
-use super::{grid, Report};
-use crate::plot::LinePlot;
+use super::{grid, OutFile, Report};
+use crate::plot::{LinePlot, PlotFile, PlotReport};
 use anyhow::Result;
-use serde::Serialize;
-use std::path::Path;
 
-/// One written plot.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlotFile {
-    /// The line key.
-    pub key: String,
-    /// The SVG's file name in the output folder.
-    pub file: String,
-    /// The same picture as PNG, beside it (for a pull-request comment).
-    pub png: String,
-    /// Where the plotting area lies, to map data to pixels.
-    pub frame: Frame,
-    /// What was drawn.
-    pub plot: LinePlot,
-}
+/// The page that shows every plot, in the plots' folder.
+pub const INDEX: &str = "index.html";
 
-/// What `plot` wrote.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlotReport {
-    /// The output folder.
-    pub out: String,
-    /// The page that shows every plot.
-    pub index: String,
-    pub files: Vec<PlotFile>,
+/// Every plot drawn, and the files that hold them.
+pub struct Drawn {
+    /// What each plot shows and which files hold it, in key order.
+    pub plots: Vec<PlotFile>,
+    /// The SVGs, the PNGs and the index page, named within the folder.
+    pub files: Vec<OutFile>,
 }
 
 fn escape(s: &str) -> String {
@@ -69,38 +54,36 @@ figure{{margin:2em 0}}img{{max-width:100%;height:auto;border:1px solid #eee}}</s
     )
 }
 
-/// Draws every plot and writes the SVGs and the index into `dir`.
-pub fn write_plots(dir: &Path, plots: Vec<LinePlot>) -> Result<PlotReport> {
+/// Draws every plot (SVG, PNG and the index page).
+pub fn draw(plots: &[LinePlot]) -> Result<Drawn> {
     // Rasterising is most of the work: the plots are drawn in one run per
-    // core, then written in order.
+    // core, then listed in order.
     let cores = std::thread::available_parallelism().map_or(1, usize::from).min(plots.len().max(1));
     let per = plots.len().div_ceil(cores).max(1);
-    let mut runs: Vec<Vec<LinePlot>> = Vec::new();
-    let mut rest = plots.into_iter().peekable();
-    while rest.peek().is_some() {
-        runs.push(rest.by_ref().take(per).collect());
-    }
+    let runs: Vec<&[LinePlot]> = plots.chunks(per).collect();
     let drawn = crate::par::map(runs, |run| {
-        run.into_iter()
-            .map(|p| -> Result<(LinePlot, String, Frame, Vec<u8>)> {
-                let (svg, frame) = line_svg(&p)?;
+        run.iter()
+            .map(|p| -> Result<(String, Frame, Vec<u8>)> {
+                let (svg, frame) = line_svg(p)?;
                 let png = super::png::svg_to_png(&svg)?;
-                Ok((p, svg, frame, png))
+                Ok((svg, frame, png))
             })
             .collect::<Result<Vec<_>>>()
     });
     let mut files = Vec::new();
+    let mut shown = Vec::new();
+    let mut plots = plots.iter();
     for run in drawn {
-        for (p, svg, frame, png_bytes) in run? {
-            crate::fsio::write_atomic(&dir.join(&p.file), svg.as_bytes())?;
+        for (svg, frame, png_bytes) in run? {
+            let p = plots.next().expect("one drawing per plot").clone();
             let png = p.file.strip_suffix(".svg").unwrap_or(&p.file).to_string() + ".png";
-            crate::fsio::write_atomic(&dir.join(&png), &png_bytes)?;
-            files.push(PlotFile { key: p.key.to_string(), file: p.file.clone(), png, frame, plot: p });
+            files.push(OutFile { name: p.file.clone(), bytes: svg.into_bytes() });
+            files.push(OutFile { name: png.clone(), bytes: png_bytes });
+            shown.push(PlotFile { key: p.key.to_string(), file: p.file.clone(), png, frame, plot: p });
         }
     }
-    let index = dir.join("index.html");
-    crate::fsio::write_atomic(&index, index_html(&files).as_bytes())?;
-    Ok(PlotReport { out: crate::fsio::shown(dir), index: crate::fsio::shown(&index), files })
+    files.push(OutFile { name: INDEX.into(), bytes: index_html(&shown).into_bytes() });
+    Ok(Drawn { plots: shown, files })
 }
 
 impl Report for PlotReport {

@@ -6,21 +6,8 @@ use crate::vocab::Aggregate;
 use plotters::prelude::*;
 const GREY_400: RGBColor = RGBColor(189, 189, 189);
 const ORANGE_700: RGBColor = RGBColor(245, 124, 0);
-use serde::Serialize;
 
-/// Where the plotting area lies in the picture and what it spans, so a
-/// reader (a test) can map a data point to its pixel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Frame {
-    /// Pixel columns `[left, right)` and rows `[top, bottom)` of the plotting area.
-    pub left: i32,
-    pub right: i32,
-    pub top: i32,
-    pub bottom: i32,
-    /// Axis spans: megapixels on x, MiB on y, both from 0.
-    pub x_max_mpx: f64,
-    pub y_max_mib: f64,
-}
+pub use crate::plot::Frame;
 
 const SIZE: (u32, u32) = (960, 600);
 

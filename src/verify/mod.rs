@@ -5,7 +5,9 @@
 //! `docs/DESIGN.md`, "What verify proves".
 
 mod attention_checks;
+mod audit;
 mod certificate;
+pub mod fresh;
 mod pricing_checks;
 mod reproduce;
 mod tile_checks;
@@ -19,6 +21,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 pub use crate::findings::{Code, Finding, POINTS_FILE, POLICY_FILE, PRICING_CODE, SHIPPED_FILE};
+pub use audit::{audit, audit_with};
 
 /// The result of `verify`.
 #[derive(Debug, Clone, Serialize)]

@@ -2,7 +2,7 @@
 //! the points it claims.
 
 use super::{Code, Ctx, Finding, POINTS_FILE, POLICY_FILE, SHIPPED_FILE};
-use crate::coefficients::fields;
+use crate::contract::fields;
 use crate::exact::exact_decimal;
 use crate::lines::LineKind;
 use crate::text::Text;

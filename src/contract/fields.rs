@@ -29,7 +29,7 @@ impl Difference {
 const KEY_FIELDS: [&str; 7] = ["vae", "op", "tile", "conv_backend", "allocator", "os", "dtype"];
 
 /// The line key an array element stands for, when it has all seven fields,
-/// written as [`crate::points::LineKey`]'s Display writes it (a video
+/// written as [`super::key::LineKey`]'s Display writes it (a video
 /// line's `temporal_tile` joins the tile segment: `16f`).
 fn line_key(v: &Value) -> Option<String> {
     let o = v.as_object()?;

@@ -1,0 +1,40 @@
+//! `vramfit report`: the evidence bundle a maintainer attaches to a pull
+//! request, written into one folder: `report.md` and the plots beside it.
+
+use super::{Found, Outcome};
+use crate::evidence::{BundleOptions, BundleReport};
+use crate::report::bundle::{FILE, PLOTS};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// Typed options of `report`.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// What to gather.
+    pub bundle: BundleOptions,
+    /// The folder written.
+    pub out: PathBuf,
+}
+
+pub fn run(
+    root: &Path,
+    opts: &ReportOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Outcome<BundleReport>> {
+    let bundle = crate::evidence::gather(root, &opts.bundle, progress)?;
+    let drawn = crate::report::plot::draw(&bundle.plots)?;
+    let inline = bundle.inline(opts.bundle.all);
+    let markdown = crate::report::bundle::markdown(&bundle, &drawn.plots, &inline);
+    let plots = super::write_plots(&opts.out.join(PLOTS), drawn)?;
+    let file = opts.out.join(FILE);
+    crate::fsio::write_atomic(&file, markdown.as_bytes())?;
+    let r = BundleReport {
+        file: crate::fsio::shown(&file),
+        verify_ok: bundle.verify.ok,
+        inline: inline.iter().map(|i| plots.files[*i].png.clone()).collect(),
+        coverage_pct: bundle.crossval.coverage_pct.clone(),
+        plots,
+    };
+    let found = Found::when(!r.verify_ok, Found::Findings);
+    Ok(Outcome::of(r).found(found))
+}

@@ -1,0 +1,140 @@
+//! Loading a shipped file strictly: what `reserve`, `plan`, `verify` and a
+//! runtime's loader agree a valid `fits/vae.json` is. It belongs to the
+//! contract because a file one side refuses must not price on the other.
+
+use super::fields;
+use super::file::{CoefficientsFile, LineKind, FORMAT, VERSION};
+use crate::exact::{Ratio, MIB};
+use anyhow::{anyhow, bail, Result};
+use std::path::Path;
+
+/// `Some(message)` when a file is valid JSON of another format or version.
+pub fn version_mismatch(raw: &serde_json::Value, file: &str) -> Option<String> {
+    let format = raw.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    (format != FORMAT || version != u64::from(VERSION))
+        .then(|| format!("{file}: format '{format}' version {version}; this vramfit reads {FORMAT} version {VERSION}"))
+}
+
+/// The file's text as JSON, read once; an error names the line.
+pub fn read_json(text: &str, file: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))
+}
+
+/// Parses a shipped file strictly: the right format and version, every
+/// field present with its canonical spelling and no unknown field at any
+/// level (the file must be exactly what `emit` writes for its values), and
+/// values a pricer can use. `reserve`, `plan` and `verify` all load through
+/// here, so no command prices from a file another one would refuse.
+pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
+    // A file exactly as `emit` writes it (every shipped and embedded file)
+    // is canonical by construction: one typed read and a byte comparison,
+    // made as the bytes are serialised, prove it. Any other file takes the
+    // field-by-field walk, which names what differs.
+    if let Ok(typed) = serde_json::from_str::<CoefficientsFile>(text) {
+        let this_version = typed.format == FORMAT && typed.version == VERSION;
+        if this_version && crate::fsio::writes_exactly(&typed, text.as_bytes()).unwrap_or(false) {
+            validate(&typed, file)?;
+            return Ok(typed);
+        }
+    }
+    parse_read(text, &read_json(text, file)?, file)
+}
+
+/// [`parse`] for a caller that has already read the text as JSON (`raw`).
+pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<CoefficientsFile> {
+    if let Some(m) = version_mismatch(raw, file) {
+        bail!("{m} (re-run `vramfit emit` with this version)");
+    }
+    // From the text, not from `raw`, so a type error names its line.
+    let typed: CoefficientsFile = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let canonical = serde_json::to_value(&typed)?;
+    if let Some(d) = fields::first_difference(&canonical, raw) {
+        let what = match (&d.expected, &d.found) {
+            _ if d.path.ends_with(']') => "a line key not in canonical form (the seven key fields as `emit` \
+                                           writes them, each line once)"
+                .to_string(),
+            (Some(serde_json::Value::Array(_)), Some(serde_json::Value::Array(_)))
+                if d.path.ends_with("lines") || d.path == "insufficient" =>
+            {
+                "a line appears twice, or the lines are not in key order".to_string()
+            }
+            (None, _) => "unknown field".to_string(),
+            (_, None) => "missing field".to_string(),
+            (e, f) => format!("{} is not in canonical form (expected {})", fields::show(f), fields::show(e)),
+        };
+        bail!("{file}: {}: {what}", d.path);
+    }
+    validate(&typed, file)?;
+    Ok(typed)
+}
+
+/// The checks a pricer relies on beyond the schema.
+fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
+    let mut keys = std::collections::BTreeSet::new();
+    for l in &f.lines {
+        let at = format!("{file}: lines[{}]", l.key);
+        if !keys.insert(l.key.clone()) {
+            bail!("{at}: the line appears twice");
+        }
+        if l.kind == LineKind::Insufficient {
+            bail!("{at}: kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)");
+        }
+        l.slope_centi().map_err(|e| anyhow!("{at}: slope: {e}"))?;
+        if l.base_mib.checked_mul(MIB).is_none_or(|b| b > crate::exact::MAX_BYTES) {
+            bail!("{at}: base_mib: {} is too large", l.base_mib);
+        }
+        if let Some([lo, hi]) = l.size_range {
+            if lo == 0 || lo > hi {
+                bail!("{at}: size_range: [{lo}, {hi}] is not a range of positive sizes");
+            }
+        }
+        if l.points != l.point_ids.len() {
+            bail!("{at}: points: {} but point_ids lists {}", l.points, l.point_ids.len());
+        }
+        if l.kind == LineKind::Fitted && (l.envelope_values().is_none() || l.size_range.is_none()) {
+            bail!("{at}: envelope: a fitted line carries its exact envelope and measured size range");
+        }
+    }
+    for l in &f.insufficient {
+        if !keys.insert(l.key.clone()) {
+            bail!("{file}: insufficient[{}]: the key appears twice", l.key);
+        }
+    }
+    if f.unmeasured.rule != super::rules::UNMEASURED_RULE {
+        bail!(
+            "{file}: unmeasured.rule: '{}' is not a rule this vramfit implements ({})",
+            f.unmeasured.rule,
+            super::rules::UNMEASURED_RULE
+        );
+    }
+    if f.ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less || f.margin.is_negative() {
+        bail!("{file}: margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1");
+    }
+    let mut tiles = std::collections::BTreeSet::new();
+    if let Some(t) = f.tiles.iter().find(|t| **t == 0 || !tiles.insert(**t)) {
+        bail!("{file}: tiles: {t} is zero or listed twice");
+    }
+    if let Some(t) = &f.tiling {
+        if !t.hosts.contains_key(&t.default_host) {
+            bail!("{file}: tiling.default_host: '{}' is not one of tiling.hosts", t.default_host);
+        }
+        if let Some((name, _)) = t.hosts.iter().find(|(_, h)| h.copies.is_negative()) {
+            bail!("{file}: tiling.hosts.{name}.copies: a count of copies is at least 0");
+        }
+    }
+    let mut names = std::collections::BTreeMap::new();
+    for (family, entry) in &f.registry {
+        for name in std::iter::once(family).chain(&entry.models) {
+            if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
+                bail!("{file}: registry: '{name}' names both '{other}' and '{family}'");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a shipped file.
+pub fn load(file: &Path) -> Result<CoefficientsFile> {
+    parse(&crate::fsio::read_text(file)?, &crate::fsio::shown(file))
+}

@@ -1,0 +1,59 @@
+//! Where the coefficients that price a query come from: the copy compiled
+//! into the binary or a file, loaded through the contract's strict loader
+//! (so `reserve`, `plan` and `diff` price only files `verify` would load).
+
+use super::{Coefficients, Query};
+use crate::contract::{self, EMBEDDED};
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+/// Where the coefficients come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoefficientSource {
+    /// The copy compiled into the binary.
+    Embedded,
+    /// A file (`--coefficients FILE`, or `fits/vae.json` under `--root`).
+    File(PathBuf),
+}
+
+impl CoefficientSource {
+    /// The coefficients, loaded and indexed for pricing.
+    pub fn load(&self) -> Result<Coefficients> {
+        match self {
+            CoefficientSource::Embedded => Coefficients::new(
+                contract::parse(EMBEDDED, "embedded fits/vae.json")?,
+                format!("embedded fits/vae.json (vramfit {})", env!("CARGO_PKG_VERSION")),
+            ),
+            CoefficientSource::File(p) => Coefficients::new(contract::load(p)?, crate::fsio::shown(p)),
+        }
+    }
+
+    /// Whether the compiled-in copy answers while `local` (the folder's own
+    /// `fits/vae.json`) holds other bytes: a maintainer who just ran `emit`
+    /// would otherwise read the old figures without a word. A file that
+    /// cannot be read differs from nothing.
+    pub fn embedded_while_differs(&self, local: &Path) -> bool {
+        matches!(self, CoefficientSource::Embedded)
+            && std::fs::read(local).is_ok_and(|bytes| bytes != EMBEDDED.as_bytes())
+    }
+}
+
+/// A pricing question and the coefficients that answer it: what `reserve`
+/// and a VAE `plan` are asked.
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    /// The pricing question, as typed.
+    pub query: Query,
+    /// Which coefficients price it.
+    pub source: CoefficientSource,
+}
+
+impl QueryOptions {
+    /// The pricing question, checked.
+    pub fn query(&self) -> Result<Query> {
+        if self.query.batch == 0 {
+            bail!("--batch must be at least 1");
+        }
+        Ok(self.query.clone())
+    }
+}
