@@ -831,21 +831,17 @@ class Coefficients:
                     "wrong output: tile the decode (plan does)"
                     % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
                        key.conv_backend))
-        return Reservation(
-            bytes=final,
-            mib=-(-final // MIB),
+        return self._reservation(
+            final, coef,
             rule=final_rule,
             line=key,
             priced_by=priced_by,
-            slope=_slope_text(coef.slope_centi) if coef is not None else None,
-            base_mib=coef.base_mib if coef is not None else None,
             pixels=pixels,
             line_bytes=line_bytes,
             weight_growth_bytes=growth,
             legacy_bytes=legacy,
             extrapolated=extrapolated,
             size_range=size_range,
-            measured_on=list(coef.devices) if coef is not None else [],
             run_dtype=run,
             loaded_dtype=loaded,
             allocator=alloc_d,
@@ -855,7 +851,19 @@ class Coefficients:
             attention=attention,
             video=None,
             warnings=warnings,
+        )
+
+    def _reservation(self, final, coef, **fields):
+        """A :class:`Reservation` of ``final`` bytes: the fields that follow from the total and from the line that
+        priced it (``coef``, None for an estimate) are filled in here, once, for the image and the video paths."""
+        return Reservation(
+            bytes=final,
+            mib=-(-final // MIB),
+            slope=_slope_text(coef.slope_centi) if coef is not None else None,
+            base_mib=coef.base_mib if coef is not None else None,
+            measured_on=list(coef.devices) if coef is not None else [],
             coefficients=self.source,
+            **fields,
         )
 
 
@@ -890,21 +898,17 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
     elif rule in ("unmeasured-rule", "legacy-floor"):
         warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
     warnings.extend(self._line_warnings(key, rule, priced_by, coef))
-    return Reservation(
-        bytes=final,
-        mib=-(-final // MIB),
+    return self._reservation(
+        final, coef,
         rule=rule,
         line=key,
         priced_by=priced_by,
-        slope=_slope_text(coef.slope_centi) if coef is not None else None,
-        base_mib=coef.base_mib if coef is not None else None,
         pixels=pixels,
         line_bytes=line_bytes,
         weight_growth_bytes=growth,
         legacy_bytes=legacy,
         extrapolated=extrapolated,
         size_range=size_range,
-        measured_on=list(coef.devices) if coef is not None else [],
         run_dtype=run,
         loaded_dtype=loaded,
         allocator=alloc_d,
@@ -914,7 +918,6 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         attention=None,
         video=terms,
         warnings=warnings,
-        coefficients=self.source,
     )
 
 

@@ -128,10 +128,7 @@ pub(super) fn unmeasured_tiles(cx: &mut PricingCtx) {
                 if matches!(&got, Ok(q) if q.bytes == want && q.rule == rule) {
                     continue;
                 }
-                let found = match &got {
-                    Ok(q) => format!("{} B by the {}", q.bytes, q.rule.as_str()),
-                    Err(e) => format!("error: {e:#}"),
-                };
+                let found = super::quoted(&got);
                 out.push(
                     Finding::new(
                         Code::DerivedTile,

@@ -59,10 +59,7 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
                     if matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule) {
                         continue;
                     }
-                    let found = got.map_or_else(
-                        |e| format!("error: {e:#}"),
-                        |p| format!("{} B by the {}", p.bytes, p.rule.as_str()),
-                    );
+                    let found = super::quoted(&got);
                     out.push(
                         Finding::new(
                             Code::QueryPath,
@@ -126,10 +123,7 @@ pub(super) fn estimate_floor(cx: &mut PricingCtx) {
                                 if matches!(&got, Ok(p) if p.bytes >= floor) {
                                     continue;
                                 }
-                                let found = got.map_or_else(
-                                    |e| format!("error: {e:#}"),
-                                    |p| format!("{} B by the {}", p.bytes, p.rule.as_str()),
-                                );
+                                let found = super::quoted(&got);
                                 out.push(
                                     Finding::new(
                                         Code::Floor,
