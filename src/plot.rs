@@ -143,7 +143,11 @@ pub fn plots(points: &[Point], policy: &Policy, lines: &[Line], file: &Coefficie
         // The legacy estimator prices image pixels: no band on a working-set axis.
         let legacy = file.legacy.as_ref().filter(|_| !video).and_then(|l| {
             let k = &line.key;
-            let at = |x| crate::pricing::legacy::legacy_bytes(l, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x, 1);
+            // A square image of x pixels (a tiled key's figure is clamped to it).
+            let at = |x: u64| {
+                let shape = crate::pricing::legacy::Shape::square(x.isqrt());
+                crate::pricing::legacy::legacy_bytes(l, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, shape)
+            };
             Some([at(0)?, at(x_max)?])
         });
         let slope = crate::lines::slope_text(r.slope_centi);

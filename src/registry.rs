@@ -90,6 +90,31 @@ impl VideoFacts {
         }
     }
 
+    /// The temporal tile a run of `frames` frames is keyed and priced by:
+    /// [`VideoFacts::temporal_tile`], except that a temporal tile at least
+    /// as long as the clip does nothing, so it is the whole clip (0), as a
+    /// spatial tile at least as large as the image is untiled. One rule for
+    /// points and queries (docs/DESIGN.md, "Monotone composition").
+    pub fn key_temporal_tile(&self, asked: Option<u32>, frames: u64) -> u32 {
+        match self.temporal_tile(asked) {
+            t if u64::from(t) >= frames => 0,
+            t => t,
+        }
+    }
+
+    /// Latent frames a working set of `working_frames` output frames spans:
+    /// `(working frames − 1) / temporal + 1`.
+    pub fn latent_frames(&self, working_frames: u64) -> u64 {
+        working_frames.saturating_sub(1) / self.temporal.max(1) + 1
+    }
+
+    /// Whether a run may name a temporal tile: a walk of temporal tiles
+    /// does; a causal decoder (one step at a time) and one that decodes
+    /// every frame at once have none to name.
+    pub fn takes_temporal_tile(&self) -> bool {
+        self.walk == Walk::Tiles
+    }
+
     /// Frames one working set spans: the temporal tile (0: the whole clip),
     /// or one causal step, clamped to the clip.
     pub fn working_frames(&self, frames: u64, temporal_tile: u32) -> u64 {

@@ -63,9 +63,12 @@ impl CountedFrames {
 #[serde(rename_all = "lowercase")]
 pub enum When {
     Any,
-    /// A run with a spatial tile.
+    /// A run tiled in space or in time: a host's tiled path (InvokeAI's
+    /// `tiled=True`) tiles both, a tile covering the frame being one tile.
     Tiled,
-    /// A run without one.
+    /// A run without one, in space or in time: a host's untiled path
+    /// (InvokeAI's `tiled=False`) runs the whole clip at once, so its
+    /// figure counts every frame and says nothing of a run tiled in time.
     Untiled,
 }
 
@@ -178,8 +181,8 @@ impl Estimate {
     pub fn applies(&self, run: Run) -> bool {
         let tiling = match self.when {
             When::Any => true,
-            When::Tiled => run.tile > 0,
-            When::Untiled => run.tile == 0,
+            When::Tiled => run.tile > 0 || run.temporal_tile > 0,
+            When::Untiled => run.tile == 0 && run.temporal_tile == 0,
         };
         tiling && run.frames >= self.min_clip && (self.max_clip == 0 || run.frames <= self.max_clip)
     }

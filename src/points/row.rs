@@ -345,6 +345,10 @@ fn video_work(
             Col::TemporalTile,
             format!("{temporal_tile}: this family's decoder walks one causal step of {} frame(s) at a time and takes no temporal tile; leave it 0", v.frames),
         )),
+        Some(v) if v.walk == Walk::All && temporal_tile > 0 => Err(fail(
+            Col::TemporalTile,
+            format!("{temporal_tile}: this family's decoder decodes every frame at once and takes no temporal tile; leave it 0"),
+        )),
         // Stored only when a point ran one: a family's one-frame,
         // untiled-in-time rows keep the bytes (and the ids) they had
         // before the family was registered as video.

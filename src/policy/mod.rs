@@ -108,7 +108,7 @@ impl Policy {
             k.os = Os::Any;
         }
         if let Some(facts) = self.registry.video(&k.vae) {
-            k.temporal_tile = Some(facts.temporal_tile(Some(k.temporal_tile.unwrap_or(0))));
+            k.temporal_tile = Some(facts.key_temporal_tile(Some(k.temporal_tile.unwrap_or(0)), p.frames));
             k.tile = 0;
         }
         k
@@ -127,7 +127,7 @@ impl Policy {
             frames: p.frames,
             batch: p.batch,
             tile: p.key.tile,
-            temporal_tile: facts.temporal_tile(Some(p.key.temporal_tile.unwrap_or(0))),
+            temporal_tile: facts.key_temporal_tile(Some(p.key.temporal_tile.unwrap_or(0)), p.frames),
             dtype: p.key.dtype,
         };
         let copies = self.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(p.key.op));

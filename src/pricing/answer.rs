@@ -100,6 +100,11 @@ pub enum Rule {
     VideoEstimate,
     /// `--legacy`: the v1 estimator alone.
     Legacy,
+    /// A smaller request that this one contains (a smaller tile, the image
+    /// shrunk to one tile, a shorter clip; `lifted` names it) is priced
+    /// higher by its own rule: a larger request never reserves less, so this
+    /// one takes that price (docs/DESIGN.md, "Monotone composition").
+    MonotoneFloor,
 }
 
 impl Rule {
@@ -114,8 +119,42 @@ impl Rule {
             Rule::LegacyFloor => "legacy floor",
             Rule::VideoEstimate => "video estimate",
             Rule::Legacy => "legacy estimator",
+            Rule::MonotoneFloor => "monotone floor",
         }
     }
+
+    /// Whether this rule rests on a measured line at the query's own key
+    /// (what `--strict` accepts, inside the line's measured range).
+    pub fn is_measured_line(&self) -> bool {
+        matches!(self, Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine)
+    }
+}
+
+/// The smaller request whose price a query takes (rule `monotone-floor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Lifted {
+    /// The smaller request: its width, pixels.
+    pub width: u64,
+    /// Its height, pixels.
+    pub height: u64,
+    /// Its frames (1 for an image).
+    pub frames: u64,
+    /// Its spatial tile, pixels (0: untiled).
+    pub tile: u32,
+    /// Its temporal tile, frames (null: an image family; 0: the whole clip).
+    pub temporal_tile: Option<u32>,
+    /// The rule that priced it.
+    pub rule: Rule,
+    /// The line that set its price (null: an estimate or the legacy floor).
+    pub priced_by: Option<LineKey>,
+    /// Its price, bytes: this answer's.
+    pub bytes: u64,
+    /// Whether its price extrapolates the line that set it.
+    pub extrapolated: bool,
+    /// The rule that priced the query itself.
+    pub own_rule: Rule,
+    /// What that rule priced the query itself at, bytes (less than `bytes`).
+    pub own_bytes: u64,
 }
 
 /// A shipped slope in hundredths of a byte per pixel, shown (and written
@@ -205,6 +244,10 @@ pub struct Price {
     /// the host estimate consulted (null for an image family).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub video: Option<VideoTerms>,
+    /// The smaller request whose higher price this one takes (rule
+    /// `monotone-floor`; absent when the query's own rule set the price).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifted: Option<Lifted>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
 }
@@ -292,6 +335,12 @@ pub struct TileTerms {
 }
 
 impl Price {
+    /// The rule that priced the query itself and its bytes (the answer's own
+    /// unless a smaller request lifted it).
+    pub fn own(&self) -> (Rule, u64) {
+        self.lifted.as_ref().map_or((self.rule, self.bytes), |l| (l.own_rule, l.own_bytes))
+    }
+
     /// The spatial tile the answer priced (a video key holds 0: its tile is
     /// in the working set).
     pub fn spatial_tile(&self) -> u32 {
@@ -311,8 +360,22 @@ impl Price {
     /// what `--strict` refuses.
     pub fn estimates(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(l) = &self.lifted {
+            if !l.rule.is_measured_line() || l.extrapolated {
+                out.push(format!(
+                    "{} takes the price of a smaller request ({}x{}, tile {}) set by the {}{}",
+                    self.line,
+                    l.width,
+                    l.height,
+                    l.tile,
+                    l.rule.as_str(),
+                    if l.extrapolated { " outside its line's measured range" } else { "" }
+                ));
+            }
+            return out;
+        }
         match self.rule {
-            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine => {}
+            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine | Rule::MonotoneFloor => {}
             Rule::UnmeasuredRule | Rule::LegacyFloor => {
                 out.push(format!("{} is priced by the {}: no line was measured for it", self.line, self.rule.as_str()))
             }
@@ -359,16 +422,22 @@ pub trait Pricer: Sync {
     /// the real one shares every number with `price` (a test compares the
     /// two over every line, rule, dtype, batch, allocator and OS).
     fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
-        self.price(q, env).map(|p| Quote { bytes: p.bytes, rule: p.rule, line: p.line })
+        self.price(q, env).map(|p| Quote { bytes: p.bytes, rule: p.rule, own: p.own(), line: p.line })
     }
 }
 
 /// The numbers of an answer (see [`Pricer::quote`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quote {
+    /// The reservation: the larger of the query's own rule and the smaller
+    /// requests it contains.
     pub bytes: u64,
+    /// The rule that set it (`MonotoneFloor` when a smaller request did).
     pub rule: Rule,
     pub line: LineKey,
+    /// The query's own rule and its bytes (what a check restating that
+    /// rule compares; equal to `(rule, bytes)` unless lifted).
+    pub own: (Rule, u64),
 }
 
 /// A query's key and how each part of it was decided.

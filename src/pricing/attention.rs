@@ -8,11 +8,16 @@ use anyhow::{anyhow, Result};
 
 impl Coefficients {
     /// The attention phase of a query on a math-kernel platform, for a
-    /// family with a mid-block attention (None elsewhere).
+    /// family with a mid-block attention (None elsewhere): `items` attention
+    /// matrices (the batch, times the latent frames of a video working set)
+    /// over the image or one `tile`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn attention_on(
         &self,
         key: &LineKey,
         q: &Query,
+        tile: u32,
+        items: u64,
         growth: u64,
         line_rule: Rule,
         line_phase: u64,
@@ -24,13 +29,13 @@ impl Coefficients {
             return Ok(None);
         };
         let held_tensors = self.file.attention.as_ref().map_or(0, |a| a.held_tensors);
-        let (w, h) = match key.tile {
+        let (w, h) = match tile {
             0 => (q.width, q.height),
             t => (u64::from(t).min(q.width), u64::from(t).min(q.height)),
         };
-        let too_large = || anyhow!("the attention phase of {}x{} × batch {} is too large to price", w, h, q.batch);
+        let too_large = || anyhow!("the attention phase of {}x{} × {} items is too large to price", w, h, items);
         let sequence = block.sequence(w, h).ok_or_else(too_large)?;
-        let phase = platform.phase(&block, held_tensors, key.dtype, sequence, q.batch).ok_or_else(too_large)?;
+        let phase = platform.phase(&block, held_tensors, key.dtype, sequence, items).ok_or_else(too_large)?;
         let phase_bytes = phase.0.checked_add(phase.1).and_then(|b| b.checked_add(growth)).ok_or_else(too_large)?;
         let wrong_output = platform.wrong_output_at.is_some_and(|n| u128::from(sequence).pow(2) >= u128::from(n));
         Ok(Some(AttnOn {

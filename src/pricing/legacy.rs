@@ -4,13 +4,47 @@
 //! v1 priced a tiled decode by one tile; a batch decodes one tile of every
 //! item at once, so the tiled figure scales with the batch here, as the
 //! untiled one does through `x = width × height × batch`.
+//!
+//! Two departures from v1 keep the floor monotone (docs/DESIGN.md,
+//! "Monotone composition"): the tile is clamped to the image (`min(T, W) ×
+//! min(T, H)` where v1 wrote `T²`, which priced a 4088-px tile of a
+//! 1024×4096 image at 16 times its pixels), and a tiled figure never
+//! exceeds the untiled one of the same image (v1's 1.25 made a tile one
+//! step smaller than the image cost a quarter more than no tile at all).
 
 use crate::contract::Legacy;
 use crate::exact::{Ratio, MIB};
 use crate::vocab::{ConvBackend, Dtype, Op};
 
+/// The image a legacy figure is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub width: u64,
+    pub height: u64,
+    pub batch: u64,
+}
+
+impl Shape {
+    /// A query's image.
+    pub fn of(q: &crate::pricing::Query) -> Shape {
+        Shape { width: q.width, height: q.height, batch: q.batch }
+    }
+
+    /// `pixels` in one row, batch 1: an untiled figure at a number of pixels
+    /// (a video working set; a line's own axis). A tile is then clamped to
+    /// a one-pixel-high image, so give a tiled key its real shape.
+    pub fn pixels(pixels: u64) -> Shape {
+        Shape { width: pixels, height: 1, batch: 1 }
+    }
+
+    /// A square image of `side` pixels, batch 1.
+    pub fn square(side: u64) -> Shape {
+        Shape { width: side, height: side, batch: 1 }
+    }
+}
+
 /// The legacy estimate in bytes, or None where the table has no element
-/// size for the dtype.
+/// size for the dtype or the figure does not fit.
 #[allow(clippy::too_many_arguments)]
 pub fn legacy_bytes(
     legacy: &Legacy,
@@ -19,8 +53,7 @@ pub fn legacy_bytes(
     tile: u32,
     backend: ConvBackend,
     dtype: Dtype,
-    pixels: u64,
-    batch: u64,
+    shape: Shape,
 ) -> Option<u64> {
     let e = *legacy.elem_bytes.get(&dtype)?;
     let k = legacy.k.get(&backend).or_else(|| legacy.k.get(&legacy.fallback_backend))?;
@@ -28,15 +61,18 @@ pub fn legacy_bytes(
         Op::Decode => k.decode,
         Op::Encode => k.encode,
     };
+    let pixels = u128::from(shape.width) * u128::from(shape.height) * u128::from(shape.batch);
+    let untiled = pixels.checked_mul(u128::from(e))?.checked_mul(u128::from(k))?;
     let work: u128 = if tile == 0 {
-        u128::from(pixels) * u128::from(e) * u128::from(k)
+        untiled
     } else {
-        let t = u128::from(tile);
-        let raw = [t, u128::from(batch), u128::from(e), u128::from(k)].into_iter().try_fold(t, u128::checked_mul)?;
-        tiled(raw, legacy.tile_factor)?
+        let t = u64::from(tile);
+        let area = u128::from(t.min(shape.width)) * u128::from(t.min(shape.height));
+        let raw = [u128::from(shape.batch), u128::from(e), u128::from(k)].into_iter().try_fold(area, u128::checked_mul)?;
+        tiled(raw, legacy.tile_factor)?.min(untiled)
     };
     let extra = if dtype == Dtype::Fp32 { legacy.fp32_extra_mib.get(family).copied().unwrap_or(0) } else { 0 };
-    u64::try_from(work + u128::from(extra) * u128::from(MIB)).ok()
+    u64::try_from(work.checked_add(u128::from(extra) * u128::from(MIB))?).ok()
 }
 
 /// `ceil(raw × factor)`, or None where it is negative or does not fit.

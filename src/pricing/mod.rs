@@ -6,14 +6,15 @@
 mod answer;
 mod attention;
 pub mod legacy;
+mod monotone;
 pub mod platform;
 pub mod source;
 mod tiled;
 mod video;
 
 pub use answer::{
-    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, Price, Pricer, Query, Quote, ReserveReport, Resolved, Rule,
-    Slope, TileTerms, VideoTerms,
+    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, Lifted, Price, Pricer, Query, Quote, ReserveReport,
+    Resolved, Rule, Slope, TileTerms, VideoTerms,
 };
 
 use crate::contract::CoefficientsFile;
@@ -28,6 +29,7 @@ use platform::{choose_allocator, detect_os, Detected, EnvSnapshot};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tiled::TileOn;
+pub use video::measured_here;
 
 /// One line's shipped values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +81,11 @@ pub struct Coefficients {
     /// unmeasured rule's candidates (a walk of every line per pricing was
     /// most of the thousands of floor pricings `verify` makes).
     by_use: FxHashMap<Use, Vec<(LineKey, LineCoef)>>,
+    /// The spatial tiles (above 0) with a line of each (family, op), sorted:
+    /// where the monotone composition looks for a measured tile's price.
+    line_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
+    /// The temporal tiles (above 0) with a line of each video (family, op), sorted.
+    line_temporal_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
 }
 
 /// A tile edge is a whole number of latent pixels of an 8x VAE.
@@ -112,11 +119,34 @@ impl Coefficients {
         let measured_families = sorted.keys().map(|k| k.vae.clone()).collect();
         let names = names_of(&registry);
         let mut by_use: FxHashMap<Use, Vec<(LineKey, LineCoef)>> = FxHashMap::default();
+        let mut line_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>> = FxHashMap::default();
+        let mut line_temporal_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>> = FxHashMap::default();
         for (k, c) in &sorted {
             by_use.entry((k.vae.clone(), k.op, k.tile, k.dtype)).or_default().push(((*k).clone(), c.clone()));
+            if k.tile > 0 {
+                line_tiles.entry((k.vae.clone(), k.op)).or_default().push(k.tile);
+            }
+            if let Some(t @ 1..) = k.temporal_tile {
+                line_temporal_tiles.entry((k.vae.clone(), k.op)).or_default().push(t);
+            }
+        }
+        for tiles in line_tiles.values_mut().chain(line_temporal_tiles.values_mut()) {
+            tiles.sort_unstable();
+            tiles.dedup();
         }
         let lines = sorted.into_iter().map(|(k, c)| (k.clone(), c)).collect();
-        Ok(Coefficients { file, lines, source, registry, known_tiles, measured_families, names, by_use })
+        Ok(Coefficients {
+            file,
+            lines,
+            source,
+            registry,
+            known_tiles,
+            measured_families,
+            names,
+            by_use,
+            line_tiles,
+            line_temporal_tiles,
+        })
     }
 
     fn registry(&self) -> &Registry {
@@ -242,14 +272,18 @@ impl Coefficients {
             }
             return Ok(None);
         };
-        if let (crate::registry::Walk::Causal, Some(t @ 1..)) = (facts.walk, q.temporal_tile) {
-            bail!(
+        match (facts.walk, q.temporal_tile) {
+            (crate::registry::Walk::Causal, Some(t @ 1..)) => bail!(
                 "--temporal-tile {t}: '{family}' decodes one causal step of {} frame(s) at a time and takes no \
                  temporal tile",
                 facts.frames
-            );
+            ),
+            (crate::registry::Walk::All, Some(t @ 1..)) => {
+                bail!("--temporal-tile {t}: '{family}' decodes every frame at once and takes no temporal tile")
+            }
+            _ => {}
         }
-        Ok(Some(facts.temporal_tile(q.temporal_tile)))
+        Ok(Some(facts.key_temporal_tile(q.temporal_tile, q.frames)))
     }
 
     fn growth(&self, family: &str, run: Dtype, loaded: Dtype) -> Result<u64> {
@@ -267,9 +301,9 @@ impl Coefficients {
             .ok_or_else(|| anyhow!("cast growth of {family} overflows"))
     }
 
-    fn legacy_at(&self, key: &LineKey, pixels: u64, batch: u64) -> Option<u64> {
+    fn legacy_at(&self, key: &LineKey, shape: legacy::Shape) -> Option<u64> {
         let l = self.file.legacy.as_ref()?;
-        legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, pixels, batch)
+        legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, shape)
     }
 
     /// `--legacy`: the v1 estimator alone.
@@ -277,7 +311,7 @@ impl Coefficients {
         let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let bytes = self
-            .legacy_at(&key, pixels, q.batch)
+            .legacy_at(&key, legacy::Shape::of(q))
             .ok_or_else(|| anyhow!("the legacy table has no value for {key} (no element size for {})", key.dtype))?;
         Ok(Price {
             bytes,
@@ -302,6 +336,7 @@ impl Coefficients {
             tiled: None,
             attention: None,
             video: None,
+            lifted: None,
             line: key,
         })
     }
@@ -395,7 +430,9 @@ impl Coefficients {
         out
     }
 
-    fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
+    /// One query priced by its own rules, before the monotone composition
+    /// (`monotone::settle`) compares it with the smaller requests it contains.
+    fn settle_one(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
         let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
         let loaded = q.loaded_dtype.unwrap_or(run.value);
@@ -404,7 +441,17 @@ impl Coefficients {
             let tile = self.effective_tile(q)?;
             let mut on = self.video_on(facts, &key, q, tile)?;
             let priced = self.video_price(&mut key, &mut on)?;
-            let bytes = priced.total.checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?;
+            let line_phase = priced.total.checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?;
+            // A video family with a mid-block attention runs it per latent
+            // frame of the working set: `batch × latent frames` matrices
+            // over one spatial tile.
+            let latent = facts.latent_frames(facts.working_frames(on.run.frames, on.run.temporal_tile));
+            let items = q.batch.checked_mul(latent).ok_or_else(|| anyhow!("reservation too large"))?;
+            let attention = self.attention_on(&key, q, tile, items, growth, priced.rule, line_phase)?;
+            let (rule, bytes) = match &attention {
+                Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
+                _ => (priced.rule, line_phase),
+            };
             return Ok(Settled {
                 key,
                 run,
@@ -413,15 +460,16 @@ impl Coefficients {
                 pixels,
                 loaded,
                 growth,
-                rule: priced.rule,
+                rule,
                 priced_by: priced.line.map(|(k, _, _)| k),
                 coef: priced.line.map(|(_, c, _)| c),
                 line_bytes: priced.line.map(|(_, _, b)| b),
                 legacy: priced.legacy,
                 bytes,
                 tiled: None,
-                attention: None,
+                attention,
                 video: Some(on),
+                lifted: None,
             });
         }
         let tile_on = self.tile_on(q, &key, pixels)?;
@@ -446,7 +494,7 @@ impl Coefficients {
                 .and_then(|b| b.checked_add(growth))
                 .ok_or_else(|| anyhow!("reservation too large"))?,
         };
-        let attention = self.attention_on(&key, q, growth, rule, line_phase)?;
+        let attention = self.attention_on(&key, q, key.tile, q.batch, growth, rule, line_phase)?;
         let (rule, bytes) = match &attention {
             Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
             _ => (rule, line_phase),
@@ -468,6 +516,7 @@ impl Coefficients {
             tiled: tile_on.filter(|_| derived),
             attention,
             video: None,
+            lifted: None,
         })
     }
 
@@ -506,7 +555,7 @@ impl Coefficients {
                 }
             }
         }
-        let legacy = self.legacy_at(key, pixels, q.batch);
+        let legacy = self.legacy_at(key, legacy::Shape::of(q));
         Ok(match (best, legacy) {
             (None, None) => bail!(
                 "no coefficient line for {key} and no legacy value: nothing measured for \
@@ -563,28 +612,63 @@ struct Settled<'a> {
     attention: Option<AttnOn<'a>>,
     /// A video family's run and terms.
     video: Option<video::VideoOn<'a>>,
+    /// The smaller request whose higher price this query takes, settled by
+    /// its own rules (`monotone::settle`).
+    lifted: Option<Box<(Query, Settled<'a>)>>,
+}
+
+impl Settled<'_> {
+    /// The rule that priced the line phase (the attention phase may have
+    /// set the price above it): what the line's warnings are about.
+    fn line_rule(&self) -> Rule {
+        self.attention.as_ref().filter(|_| self.rule == Rule::AttentionPhase).map_or(self.rule, |a| a.line_rule)
+    }
+
+    /// Where the line that priced it was evaluated: one tile's pixels for a
+    /// tile priced from an untiled line, the working set for a video run,
+    /// else the query's pixels.
+    fn line_at(&self) -> u64 {
+        match (&self.tiled, &self.video) {
+            (Some(t), _) => t.tile_pixels,
+            (_, Some(v)) => v.working_set,
+            _ => self.pixels,
+        }
+    }
+
+    /// Whether the line that priced it is evaluated outside its measured range.
+    fn extrapolated(&self) -> bool {
+        let at = self.line_at();
+        !matches!(self.line_rule(), Rule::LegacyFloor | Rule::VideoEstimate)
+            && self.coef.and_then(|c| c.size_range).is_some_and(|[lo, hi]| at < lo || at > hi)
+    }
+
+    /// The reservation after the monotone composition.
+    fn final_bytes(&self) -> u64 {
+        self.lifted.as_ref().map_or(self.bytes, |l| l.1.bytes)
+    }
+
+    /// The rule that set the final reservation.
+    fn final_rule(&self) -> Rule {
+        if self.lifted.is_some() {
+            Rule::MonotoneFloor
+        } else {
+            self.rule
+        }
+    }
 }
 
 impl Pricer for Coefficients {
     fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
         let s = self.settle(q, env)?;
-        Ok(Quote { bytes: s.bytes, rule: s.rule, line: s.key })
+        Ok(Quote { bytes: s.final_bytes(), rule: s.final_rule(), own: (s.rule, s.bytes), line: s.key })
     }
 
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let s = self.settle(q, env)?;
-        // The rule that priced the line phase (the attention phase may have
-        // set the price above it): what the line's warnings are about.
-        let base = s.attention.as_ref().filter(|_| s.rule == Rule::AttentionPhase).map_or(s.rule, |a| a.line_rule);
+        let base = s.line_rule();
         let size_range = s.coef.as_ref().and_then(|c| c.size_range);
-        // A tile priced from an untiled line is priced at one tile's pixels.
-        let at = match (&s.tiled, &s.video) {
-            (Some(t), _) => t.tile_pixels,
-            (_, Some(v)) => v.working_set,
-            _ => s.pixels,
-        };
-        let extrapolated = !matches!(base, Rule::LegacyFloor | Rule::VideoEstimate)
-            && size_range.is_some_and(|[lo, hi]| at < lo || at > hi);
+        let at = s.line_at();
+        let extrapolated = s.extrapolated();
         let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
         let tile_asked = match &s.video {
             Some(v) => (q.tile != v.run.tile).then_some(q.tile),
@@ -645,10 +729,14 @@ impl Pricer for Coefficients {
                 s.key.conv_backend
             ));
         }
+        let lifted = s.lifted.as_ref().map(|l| monotone::lifted(&s, &l.0, &l.1));
+        if let Some(l) = &lifted {
+            warnings.push(monotone::lifted_warning(l));
+        }
         Ok(Price {
-            bytes: s.bytes,
-            mib: s.bytes.div_ceil(MIB),
-            rule: s.rule,
+            bytes: s.final_bytes(),
+            mib: s.final_bytes().div_ceil(MIB),
+            rule: s.final_rule(),
             slope: s.coef.as_ref().map(|c| Slope(c.slope_centi)),
             base_mib: s.coef.as_ref().map(|c| c.base_mib),
             pixels: s.pixels,
@@ -664,6 +752,7 @@ impl Pricer for Coefficients {
             video: s.video.as_ref().map(video::VideoOn::terms),
             tiled: s.tiled.as_ref().map(|t| t.terms(s.line_bytes.unwrap_or(0))),
             attention: s.attention.as_ref().map(AttnOn::terms),
+            lifted,
             priced_by: s.priced_by.cloned(),
             run_dtype: s.run,
             allocator: s.allocator.detected(),

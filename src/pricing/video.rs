@@ -84,11 +84,22 @@ impl Coefficients {
             return Ok(VideoPrice { rule, line: Some((k, c, b)), legacy: None, total: add(b, on.clip_bytes)? });
         }
         let mut best: Option<(&LineKey, &LineCoef, u64)> = None;
+        let mut platform_measured = false;
         for (k, c) in self.unmeasured_candidates(key) {
             let b = c.at(on.working_set)?;
+            platform_measured |= measured_here(k, key);
             if best.is_none_or(|(bk, _, bb)| b > bb || (b == bb && k < bk)) {
                 best = Some((k, c, b));
             }
+        }
+        // A platform that measured this family, op and dtype at another
+        // temporal tile is measured: its lines price the working set, and
+        // a host's guess is no floor there (as a derived spatial tile takes
+        // no legacy floor), or a guess at a temporal tile nobody measured
+        // would price above the measured one next to it.
+        if platform_measured {
+            let total = best.map(|(_, _, b)| add(b, on.clip_bytes)).transpose()?.unwrap_or(0);
+            return Ok(VideoPrice { rule: Rule::UnmeasuredRule, line: best, legacy: None, total });
         }
         if let Some(v) = self.file.video.as_ref() {
             for (e, bytes) in v.estimates(&key.vae, key.op, on.facts, on.run) {
@@ -107,10 +118,21 @@ impl Coefficients {
             (Some(t), None) => VideoPrice { rule: Rule::UnmeasuredRule, line: best, legacy: None, total: t },
             (None, None) => {
                 let l = self
-                    .legacy_at(&LineKey { tile: 0, ..key.clone() }, on.working_set, on.run.batch)
+                    .legacy_at(&LineKey { tile: 0, ..key.clone() }, super::legacy::Shape::pixels(on.working_set))
                     .ok_or_else(|| anyhow!("no line, no declared estimate and no legacy value for {key}"))?;
                 VideoPrice { rule: Rule::LegacyFloor, line: None, legacy: Some(l), total: l }
             }
         })
     }
+}
+
+/// Whether a candidate line was measured on the query key's own platform
+/// and dtype (any temporal tile; a line without an OS counts for every OS).
+pub fn measured_here(line: &LineKey, key: &LineKey) -> bool {
+    line.vae == key.vae
+        && line.op == key.op
+        && line.dtype == key.dtype
+        && line.conv_backend == key.conv_backend
+        && line.allocator == key.allocator
+        && (line.os == key.os || line.os == crate::vocab::Os::Any)
 }

@@ -13,6 +13,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::LegacyFloor) => "legacy floor",
         Some(Rule::VideoEstimate) => "video estimate",
         Some(Rule::Legacy) => "legacy",
+        Some(Rule::MonotoneFloor) => "monotone floor",
         None => "-",
     }
 }

@@ -84,15 +84,18 @@ pub(super) fn phase(cx: &mut PricingCtx) {
                             cx.pricings += 1;
                             let Ok(p) = cx.pricer.price(&q, &EnvSnapshot::default()) else { continue };
                             let want = restated(cx.shipped, &key, *w, *h, 1);
-                            let line_phase = p.attention.as_ref().map_or(p.bytes, |a| a.line_phase_bytes);
-                            let bad = match want {
-                                None => p.rule == Rule::AttentionPhase || p.attention.is_some(),
-                                Some(phase) => {
-                                    p.bytes < phase
-                                        || (phase > line_phase) != (p.rule == Rule::AttentionPhase)
-                                        || p.bytes != phase.max(line_phase)
-                                }
-                            };
+                            // The query's own rules; the monotone composition may only raise it.
+                            let (rule, bytes) = p.own();
+                            let line_phase = p.attention.as_ref().map_or(bytes, |a| a.line_phase_bytes);
+                            let bad = p.bytes < bytes
+                                || match want {
+                                    None => rule == Rule::AttentionPhase || p.attention.is_some(),
+                                    Some(phase) => {
+                                        bytes < phase
+                                            || (phase > line_phase) != (rule == Rule::AttentionPhase)
+                                            || bytes != phase.max(line_phase)
+                                    }
+                                };
                             if bad {
                                 out.push(finding(&key, *w, *h, want, &p));
                             }

@@ -114,7 +114,9 @@ fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec
         // A video point is held to the bound whatever priced it: with few
         // lines measured, its answer is often a host's estimate, and that
         // estimate's over-reservation is what the bound is for.
-        if !matches!(price.rule, Rule::FittedLine | Rule::CarriedLine) && policy.registry.video(&p.key.vae).is_none() {
+        // The bound is on what the answer reserves (lifted or not), for the
+        // points a line of their own prices.
+        if !matches!(price.own.0, Rule::FittedLine | Rule::CarriedLine) && policy.registry.video(&p.key.vae).is_none() {
             continue;
         }
         // Compared as a fraction; reduced and shown only when over.
@@ -148,6 +150,11 @@ fn price_points(points: &[&Point], pricer: &dyn Pricer, policy: &Policy) -> (Vec
     (out, over_bound)
 }
 
+/// A grid image, batch 1.
+fn shape(width: u64, height: u64) -> crate::pricing::legacy::Shape {
+    crate::pricing::legacy::Shape { width, height, batch: 1 }
+}
+
 pub(super) fn floor(cx: &mut PricingCtx) {
     let Some(legacy) = cx.shipped.legacy.as_ref() else { return };
     let grid = cx.inputs.policy.grid.clone();
@@ -159,7 +166,7 @@ pub(super) fn floor(cx: &mut PricingCtx) {
             let x = w.saturating_mul(*h);
             let k = &s.key;
             let Some(l) =
-                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, x, 1)
+                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, shape(*w, *h))
             else {
                 continue;
             };
@@ -216,20 +223,22 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     *tile,
                                     *backend,
                                     *dtype,
-                                    w.saturating_mul(*h),
-                                    1,
+                                    shape(*w, *h),
                                 ) else {
                                     continue;
                                 };
                                 cx.pricings += 1;
-                                let mut found = pricer.quote(&q, &EnvSnapshot::default());
-                                // The attention phase only raises a price: what the floor
-                                // is about is the rule that priced the line phase.
+                                // The monotone composition and the attention phase only
+                                // raise a price: what the floor is about is the rule that
+                                // priced the query's own line phase.
+                                let mut found = pricer
+                                    .quote(&q, &EnvSnapshot::default())
+                                    .map(|p| crate::pricing::Quote { bytes: p.own.1, rule: p.own.0, ..p });
                                 if matches!(&found, Ok(p) if p.rule == Rule::AttentionPhase) {
                                     found = pricer.price(&q, &EnvSnapshot::default()).map(|p| {
                                         let rule = p.attention.as_ref().map_or(p.rule, |a| a.line_rule);
                                         let bytes = p.attention.as_ref().map_or(p.bytes, |a| a.line_phase_bytes);
-                                        crate::pricing::Quote { bytes, rule, line: p.line }
+                                        crate::pricing::Quote { bytes, rule, own: (rule, bytes), line: p.line }
                                     });
                                 }
                                 let bad = match &found {
@@ -397,7 +406,9 @@ pub(super) fn query_path(cx: &mut PricingCtx) {
                         let q = Query { allocator: *allocator, os: *os, ..Query::at_key(k, *w, *h, batch) };
                         cx.pricings += 1;
                         let got = cx.pricer.quote(&q, env);
-                        let ok = matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule);
+                        // The query's own rule gives the formula; the monotone
+                        // composition may only raise the answer above it.
+                        let ok = matches!(&got, Ok(p) if p.own == (want_rule, expected) && p.bytes >= expected);
                         if !ok {
                             let found = match &got {
                                 Ok(p) => format!("{} B by the {} ({})", p.bytes, p.rule.as_str(), p.line),

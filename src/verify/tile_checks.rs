@@ -125,7 +125,7 @@ pub(super) fn unmeasured_tiles(cx: &mut PricingCtx) {
                 };
                 cx.pricings += 1;
                 let got = cx.pricer.quote(&Query::at_key(&key, *w, *h, 1), &EnvSnapshot::default());
-                if matches!(&got, Ok(q) if q.bytes == want && q.rule == rule) {
+                if matches!(&got, Ok(q) if q.own == (rule, want) && q.bytes >= want) {
                     continue;
                 }
                 let found = super::quoted(&got);

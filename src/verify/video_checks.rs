@@ -23,9 +23,12 @@ fn query(key: &LineKey, w: u64, h: u64, frames: u64, batch: u64) -> Query {
     Query { frames, ..Query::at_key(key, w, h, batch) }
 }
 
-/// A run of a query on its video key (spatial tile 0: the checks price untiled).
+/// A run of a query on its video key (spatial tile 0: the checks price
+/// untiled); a temporal tile at least the clip is the whole clip.
 fn run(key: &LineKey, w: u64, h: u64, frames: u64, batch: u64) -> Run {
-    Run { width: w, height: h, frames, batch, tile: 0, temporal_tile: key.temporal_tile.unwrap_or(0), dtype: key.dtype }
+    let temporal_tile = key.temporal_tile.unwrap_or(0);
+    let temporal_tile = if u64::from(temporal_tile) >= frames { 0 } else { temporal_tile };
+    Run { width: w, height: h, frames, batch, tile: 0, temporal_tile, dtype: key.dtype }
 }
 
 fn copies(shipped: &CoefficientsFile, op: Op) -> Ratio {
@@ -46,7 +49,8 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
         let k = &s.key;
         let want_rule = if s.kind == crate::lines::LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
         'sizes: for (w, h) in &grid {
-            for frames in CLIPS {
+            // A clip its temporal tile covers is the whole clip: another key.
+            for frames in CLIPS.into_iter().filter(|f| k.temporal_tile.is_none_or(|t| t == 0 || u64::from(t) < *f)) {
                 for batch in [1u64, 2] {
                     let r = run(k, *w, *h, frames, batch);
                     let (Some(x), Some(clip)) = (r.working_set(facts), r.clip_bytes(copies(cx.shipped, k.op))) else {
@@ -56,7 +60,7 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
                     let expected = line.saturating_add(clip);
                     cx.pricings += 1;
                     let got = cx.pricer.quote(&query(k, *w, *h, frames, batch), &EnvSnapshot::default());
-                    if matches!(&got, Ok(p) if p.bytes == expected && p.rule == want_rule) {
+                    if matches!(&got, Ok(p) if p.own == (want_rule, expected) && p.bytes >= expected) {
                         continue;
                     }
                     let found = super::quoted(&got);
@@ -92,8 +96,8 @@ pub(super) fn estimate_floor(cx: &mut PricingCtx) {
     let mut out = Vec::new();
     for (family, facts) in &families {
         let temporal: Vec<u32> = match facts.walk {
-            Walk::Causal => vec![0],
-            _ => vec![0, facts.temporal_tile(None), 32],
+            Walk::Causal | Walk::All => vec![0],
+            Walk::Tiles => vec![0, facts.temporal_tile(None), 32],
         };
         for op in Op::ALL {
             for dtype in Dtype::ALL {
@@ -115,6 +119,13 @@ pub(super) fn estimate_floor(cx: &mut PricingCtx) {
                         for (w, h) in &grid {
                             for frames in CLIPS {
                                 let r = run(&key, *w, *h, frames, 1);
+                                let priced = LineKey { temporal_tile: Some(r.temporal_tile), ..key.clone() };
+                                if own.contains(&priced) || own.contains(&LineKey { os: Os::Any, ..priced.clone() }) {
+                                    continue; // its own line prices this clip
+                                }
+                                if cx.shipped.lines.iter().any(|l| crate::pricing::measured_here(&l.key, &priced)) {
+                                    continue; // a measured platform: its lines price it, no host's guess
+                                }
                                 let floor =
                                     video.estimates(family, *op, facts, r).into_iter().filter_map(|(_, b)| b).max();
                                 let Some(floor) = floor else { continue };
