@@ -9,6 +9,7 @@ mod doc_examples;
 mod fit;
 mod fuzz;
 mod hand_edits;
+mod monotone;
 mod harness;
 mod ingest;
 mod input_edges;

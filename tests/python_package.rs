@@ -301,7 +301,7 @@ fn queries() -> Vec<Q> {
     out
 }
 
-fn python() -> std::process::Command {
+pub(crate) fn python() -> std::process::Command {
     match std::env::var_os("VRAMFIT_PYTHON") {
         Some(p) => std::process::Command::new(p),
         None => {
@@ -312,7 +312,7 @@ fn python() -> std::process::Command {
     }
 }
 
-fn python_answers(input: &Value) -> Vec<Value> {
+pub(crate) fn python_answers(input: &Value) -> Vec<Value> {
     let mut child = python()
         .arg(repo().join("tests/python/agree.py"))
         .stdin(std::process::Stdio::piped())

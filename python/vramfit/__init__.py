@@ -45,6 +45,11 @@ __all__ = [
 __version__ = "0.1.0"
 
 MIB = 1 << 20
+
+
+class _TooLarge(ValueError):
+    """A figure past what 64 bits of bytes hold: the request is too large to price (a request containing one is
+    too large itself)."""
 #: The largest ``width × height × batch`` vramfit prices.
 MAX_PIXELS = 1 << 48
 #: A tile edge is a whole number of latent pixels of an 8x VAE.
@@ -80,6 +85,7 @@ _RULE_TEXT = {
     "attention-phase": "attention phase",
     "legacy-floor": "legacy floor",
     "video-estimate": "video estimate",
+    "monotone-floor": "monotone floor",
 }
 
 
@@ -218,7 +224,7 @@ class _Line:
         per_pixel = -(-(self.slope_centi * pixels) // 100)
         b = per_pixel + self.base_mib * MIB
         if b > _U64:
-            raise ValueError("reservation too large")
+            raise _TooLarge("arithmetic overflow: a size or demand is beyond what vramfit can price exactly")
         return b
 
 
@@ -275,6 +281,10 @@ class Reservation:
     warnings: List[str]
     #: Which coefficients priced it.
     coefficients: str
+    #: Rule ``monotone-floor``: the smaller request whose higher price this one takes (``width``, ``height``,
+    #: ``frames``, ``tile``, ``temporal_tile``, ``rule``, ``priced_by``, ``bytes``, ``extrapolated``, ``own_rule``,
+    #: ``own_bytes``); None when the query's own rule set the price.
+    lifted: Optional[dict] = None
 
     @property
     def key(self):
@@ -306,6 +316,7 @@ class Reservation:
             "tiled": dict(self.tiled) if self.tiled else None,
             "attention": dict(self.attention) if self.attention else None,
             **({"video": dict(self.video)} if self.video else {}),
+            **({"lifted": dict(self.lifted)} if self.lifted else {}),
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
         }
@@ -367,6 +378,17 @@ class Coefficients:
                 devices=tuple(l.get("devices", [])),
             )
         self.ordered = sorted(self.lines.items(), key=lambda kv: kv[0].sort_key())
+        # The tiles and temporal tiles with a line of each (family, op): where
+        # the monotone composition looks for a measured tile's price.
+        self.line_tiles = {}
+        self.line_temporal_tiles = {}
+        for k in self.lines:
+            if k.tile > 0:
+                self.line_tiles.setdefault((k.vae, k.op), set()).add(k.tile)
+            if k.temporal_tile:
+                self.line_temporal_tiles.setdefault((k.vae, k.op), set()).add(k.temporal_tile)
+        self.line_tiles = {u: sorted(t) for u, t in self.line_tiles.items()}
+        self.line_temporal_tiles = {u: sorted(t) for u, t in self.line_temporal_tiles.items()}
         self.registry = _key_field(data, "registry", where)
         self.families = sorted(self.registry)
         self.measured_families = {k.vae for k in self.lines}
@@ -410,13 +432,14 @@ class Coefficients:
             return None
         return next((p for p in self.attention["platforms"] if p["conv_backend"] == key.conv_backend), None)
 
-    def _attention(self, key, width, height, batch, growth, line_rule, line_phase):
-        """The attention phase on a math-kernel platform (None elsewhere)."""
+    def _attention(self, key, width, height, tile, batch, growth, line_rule, line_phase):
+        """The attention phase on a math-kernel platform (None elsewhere): ``batch`` matrices (a video run's
+        batch times its working set's latent frames) over the image or one ``tile``."""
         platform = self._math_platform(key)
         block = self.registry.get(key.vae, {}).get("attention")
         if platform is None or block is None:
             return None
-        w, h = (width, height) if key.tile == 0 else (min(key.tile, width), min(key.tile, height))
+        w, h = (width, height) if tile == 0 else (min(tile, width), min(tile, height))
         f = block["latent_factor"]
         sequence = (-(-w // f)) * (-(-h // f))
         per_score = Fraction(str(platform["bytes_per_score"]))
@@ -425,7 +448,7 @@ class Coefficients:
         held = self.attention["held_tensors"] * batch * block["heads"] * block["head_dim"] * sequence * _ELEM[key.dtype]
         phase = scores + held + growth
         if max(scores, held, phase) > _U64:
-            raise ValueError("the attention phase of %dx%d × batch %d is too large to price" % (w, h, batch))
+            raise _TooLarge("the attention phase of %dx%d × %d items is too large to price" % (w, h, batch))
         limit = platform.get("wrong_output_at")
         return {
             "bytes_per_score": str(platform["bytes_per_score"]),
@@ -465,7 +488,7 @@ class Coefficients:
         copies = Fraction(str(entry["copies"])) * 3 * _ELEM[key.dtype] * pixels
         copies_bytes = -(-copies.numerator // copies.denominator)
         if copies_bytes > _U64:
-            raise ValueError("the output copies of %d px are too large to price" % pixels)
+            raise _TooLarge("the output copies of %d px are too large to price" % pixels)
         return name, entry, given, tile_pixels, copies_bytes
 
     def _run_dtype(self, family, dtype, loaded, fp32):
@@ -510,7 +533,8 @@ class Coefficients:
 
     # -- pricing ------------------------------------------------------------
 
-    def _legacy_at(self, key, pixels, batch):
+    def _legacy_at(self, key, width, height, batch):
+        """The v1 estimate with the tile clamped to the image and never above the untiled figure."""
         l = self.legacy
         if l is None or key.dtype not in l.get("elem_bytes", {}):
             return None
@@ -519,11 +543,13 @@ class Coefficients:
         if ks is None:
             return None
         k = ks[key.op]
+        untiled = width * height * batch * e * k
         if key.tile == 0:
-            work = pixels * e * k
+            work = untiled
         else:
-            raw = Fraction(key.tile * key.tile * batch * e * k) * Fraction(str(l["tile_factor"]))
-            work = -(-raw.numerator // raw.denominator)
+            area = min(key.tile, width) * min(key.tile, height)
+            raw = Fraction(area * batch * e * k) * Fraction(str(l["tile_factor"]))
+            work = min(-(-raw.numerator // raw.denominator), untiled)
         extra = l.get("fp32_extra_mib", {}).get(key.vae, 0) if key.dtype == "fp32" else 0
         total = work + extra * MIB
         return total if total <= _U64 else None
@@ -592,9 +618,14 @@ class Coefficients:
                 raise ValueError("--temporal-tile %d: '%s' decodes one causal step of %d frame(s) at a time and "
                                  "takes no temporal tile" % (temporal_tile, family, facts["frames"]))
             return 0
-        if temporal_tile is not None:
-            return temporal_tile
-        return facts["frames"] if facts["walk"] == "tiles" else 0
+        if facts["walk"] == "all":
+            if temporal_tile:
+                raise ValueError("--temporal-tile %d: '%s' decodes every frame at once and takes no temporal tile"
+                                 % (temporal_tile, family))
+            return 0
+        t = temporal_tile if temporal_tile is not None else facts["frames"]
+        # A temporal tile at least the clip does nothing: the whole clip.
+        return 0 if t >= frames else t
 
     @staticmethod
     def _working_frames(facts, frames, temporal_tile):
@@ -607,8 +638,9 @@ class Coefficients:
         return max(min(span, frames), 1)
 
     @staticmethod
-    def _estimate_bytes(e, facts, width, height, frames, batch, tile, temporal_tile, elem):
-        if e["when"] == "tiled" and tile == 0 or e["when"] == "untiled" and tile != 0:
+    def _estimate_bytes(e, facts, width, height, frames, batch, tile, temporal_tile, elem, key):
+        tiled = tile != 0 or temporal_tile != 0
+        if e["when"] == "tiled" and not tiled or e["when"] == "untiled" and tiled:
             return None
         if frames < e["min_clip"] or (e["max_clip"] and frames > e["max_clip"]):
             return None
@@ -628,7 +660,7 @@ class Coefficients:
         clip = Fraction(str(e["clip_copies"])) * 3 * elem * width * height * frames * batch
         total = e["base_mib"] * MIB + _ceil(work) + _ceil(clip)
         if total > _U64:
-            raise ValueError("the %s estimate is too large to price" % e["host"])
+            raise _TooLarge("the %s estimate for %s is too large to price" % (e["host"], key))
         return total
 
     def _reserve_video(self, key, facts, width, height, frames, batch, tile, growth):
@@ -642,7 +674,7 @@ class Coefficients:
         copies_text = "0" if self.video is None else str(self.video["%s_clip_copies" % key.op])
         clip_bytes = _ceil(Fraction(copies_text) * 3 * elem * width * height * frames * batch)
         if working_set > _U64 or clip_bytes > _U64:
-            raise ValueError("%dx%d × %d frames × batch %d is too large to price" % (width, height, frames, batch))
+            raise _TooLarge("%dx%d × %d frames × batch %d is too large to price" % (width, height, frames, batch))
         estimate = None
         measured = self._measured_line(key, working_set)
         legacy = None
@@ -651,34 +683,40 @@ class Coefficients:
             total = line_bytes + clip_bytes
         else:
             best = None
+            platform_measured = False
             for k, c in self.ordered:
                 if k.vae != key.vae or k.op != key.op or k.tile != 0:
                     continue
                 same_platform = (k.conv_backend == key.conv_backend and k.allocator == key.allocator
                                  and k.os in (key.os, "any"))
                 if k.dtype == key.dtype or same_platform:
+                    platform_measured = platform_measured or (k.dtype == key.dtype and same_platform)
                     b = c.at(working_set)
                     if best is None or b > best[2]:
                         best = (k, c, b)
-            for e in (self.video or {}).get("estimates", []):
+            # A platform that measured this family, op and dtype at another temporal tile is measured: its lines
+            # price the working set and no host's guess is a floor there.
+            for e in [] if platform_measured else (self.video or {}).get("estimates", []):
                 if e["vae"] != key.vae or e["op"] != key.op:
                     continue
-                b = self._estimate_bytes(e, facts, width, height, frames, batch, tile, key.temporal_tile, elem)
+                b = self._estimate_bytes(e, facts, width, height, frames, batch, tile, key.temporal_tile, elem, key)
                 if b is not None and (estimate is None or b > estimate["bytes"]):
                     estimate = {"host": e["host"], "bytes": b, "source": e["source"]}
             priced_by, coef, line_bytes = best if best is not None else (None, None, None)
             line_total = None if best is None else best[2] + clip_bytes
-            if line_total is not None and (estimate is None or line_total >= estimate["bytes"]):
+            if platform_measured:
+                rule, total = "unmeasured-rule", line_total
+            elif line_total is not None and (estimate is None or line_total >= estimate["bytes"]):
                 rule, total = "unmeasured-rule", line_total
             elif estimate is not None:
                 rule, total = "video-estimate", estimate["bytes"]
             else:
-                legacy = self._legacy_at(_replace(key, tile=0), working_set, batch)
+                legacy = self._legacy_at(_replace(key, tile=0), working_set, 1, 1)
                 if legacy is None:
                     raise ValueError("no line, no declared estimate and no legacy value for %s" % key)
                 rule, total = "legacy-floor", legacy
         if total > _U64:
-            raise ValueError("reservation too large")
+            raise _TooLarge("reservation too large")
         terms = {
             "frames": frames,
             "tile": tile,
@@ -693,10 +731,80 @@ class Coefficients:
         }
         return rule, priced_by, coef, line_bytes, legacy, total, terms
 
-    def reserve(self, model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0,
-                backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None, frames=1,
-                temporal_tile=None):
-        """Prices one query; see :func:`reserve`."""
+    def reserve(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, **query):
+        """Prices one query; see :func:`reserve`. The query's own rules price it, then the smaller requests it
+        contains where a rule's domain ends (docs/DESIGN.md, "Monotone composition"): the highest sets the
+        price, so a larger request never reserves less."""
+        asked = {"width": width, "height": height, "tile": tile, "frames": frames, "temporal_tile": temporal_tile}
+        own = self._reserve_one(model, op, **asked, **query)
+        best = None
+        for corner in self._corners(own, asked):
+            try:
+                r = self._reserve_one(model, op, **corner, **query)
+            except _TooLarge as e:
+                raise _TooLarge("%dx%d × batch %d is too large to price: a smaller request it contains is (%s)"
+                                % (width, height, query.get("batch", 1), e)) from None
+            except ValueError:
+                continue  # a smaller request no rule can price sets nothing
+            if r.bytes > (own if best is None else best[1]).bytes:
+                best = (corner, r)
+        if best is None:
+            return own
+        corner, by = best
+        lifted = {
+            "width": corner["width"],
+            "height": corner["height"],
+            "frames": corner["frames"],
+            "tile": by.video["tile"] if by.video else by.line.tile,
+            "temporal_tile": by.video["temporal_tile"] if by.video else None,
+            "rule": by.rule,
+            "priced_by": by.priced_by.to_dict() if by.priced_by else None,
+            "bytes": by.bytes,
+            "extrapolated": by.extrapolated,
+            "own_rule": own.rule,
+            "own_bytes": own.bytes,
+        }
+        clip = "" if lifted["temporal_tile"] is None else " × %d frames, temporal tile %d" % (
+            lifted["frames"], lifted["temporal_tile"])
+        warning = ("a smaller request, %dx%d%s at tile %d, is priced higher (%d B, %s) than this one's own %s (%d B): "
+                   "a larger request never reserves less, so this one reserves that"
+                   % (lifted["width"], lifted["height"], clip, lifted["tile"], by.bytes, _RULE_TEXT[by.rule],
+                      _RULE_TEXT[own.rule], own.bytes))
+        return _replace(own, bytes=by.bytes, mib=-(-by.bytes // MIB), rule="monotone-floor", lifted=lifted,
+                           warnings=list(own.warnings) + [warning])
+
+    def _corners(self, own, asked):
+        """The smaller requests where some rule's domain ends inside the query, in vramfit's order."""
+        w, h = asked["width"], asked["height"]
+        fam, op = own.line.vae, own.line.op
+        out = []
+        if own.video is None:
+            measured = self.line_tiles.get((fam, op), [])
+            out.extend(dict(asked, tile=t) for t in _spatial_corners(own.line.tile, w, h, measured))
+            if own.line.tile != 0:
+                out.append(_shrunk_to_tile(asked, own.line.tile))
+            return out
+        facts = self.registry[fam]["video"]
+        frame_corners = {asked["frames"]}
+        for e in (self.video or {}).get("estimates", []):
+            if e["vae"] == fam and e["op"] == op and 1 <= e["max_clip"] < asked["frames"]:
+                frame_corners.add(e["max_clip"])
+        measured = self.line_temporal_tiles.get((fam, op), [])
+        for frames in sorted(frame_corners):
+            at = dict(asked, frames=frames)
+            times = [at] + (_temporal_corners(facts, at, measured) if facts["walk"] == "tiles" else [])
+            for t in times:
+                if own.video["tile"] == 0:
+                    out.extend(dict(t, tile=c) for c in _spatial_corners(0, w, h, []))
+                else:
+                    out.append(_shrunk_to_tile(t, own.video["tile"]))
+                out.append(t)
+        return [c for c in out if c != asked]
+
+    def _reserve_one(self, model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0,
+                     backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None, frames=1,
+                     temporal_tile=None):
+        """One query priced by its own rules (before the monotone composition)."""
         for name, v in (("frames", frames), ("temporal_tile", 0 if temporal_tile is None else temporal_tile)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError("%s: expected a non-negative integer, got %r" % (name, v))
@@ -736,7 +844,7 @@ class Coefficients:
 
         pixels = width * height * batch
         if pixels > MAX_PIXELS:
-            raise ValueError("%dx%d × batch %d is too large to price" % (width, height, batch))
+            raise _TooLarge("%dx%d × batch %d is too large to price" % (width, height, batch))
         loaded = loaded_given or run.value
         growth = self._growth(family, run.value, loaded)
         if key_tt is not None:
@@ -778,7 +886,7 @@ class Coefficients:
                     b = c.at(tile_on[3])
                     if best is None or b + tile_on[4] > best[0]:
                         best = (b + tile_on[4], b, k, c, True)
-            legacy = self._legacy_at(key, pixels, batch)
+            legacy = self._legacy_at(key, width, height, batch)
             if best is None and legacy is None:
                 raise ValueError(
                     "no coefficient line for %s and no legacy value: nothing measured for %s/%s/tile %d/%s and "
@@ -792,7 +900,7 @@ class Coefficients:
         copies = tile_on[4] if derived else 0
         total = legacy if rule == "legacy-floor" else line_bytes + copies + growth
         if total > _U64:
-            raise ValueError("reservation too large")
+            raise _TooLarge("reservation too large")
         tiled = None
         if derived:
             name, entry, given, tile_pixels, copies_bytes = tile_on
@@ -820,7 +928,7 @@ class Coefficients:
         if rule in ("unmeasured-rule", "legacy-floor"):
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
         warnings.extend(self._line_warnings(key, rule, priced_by, coef))
-        attention = self._attention(key, width, height, batch, growth, rule, total)
+        attention = self._attention(key, width, height, key.tile, batch, growth, rule, total)
         final_rule, final = rule, total
         if attention is not None:
             if attention["phase_bytes"] > total:
@@ -871,6 +979,58 @@ def _ceil(f):
     return -(-f.numerator // f.denominator)
 
 
+_MAX_TILE = (1 << 32) - 1
+
+
+def _tile_below(n):
+    """The largest tile edge (a multiple of 8 that a tile field holds) strictly below ``n``, or None."""
+    t = min((n - 1) // TILE_STEP * TILE_STEP, _MAX_TILE // TILE_STEP * TILE_STEP)
+    return t if t >= TILE_STEP else None
+
+
+def _spatial_corners(tile, w, h, measured):
+    """The tiles below ``tile`` (0: untiled) that still tile the image and end a domain: each measured tile,
+    and the largest tile with no line."""
+    widest = _tile_below(max(w, h))
+    if widest is None:
+        return []
+    limit = widest if tile == 0 else min(widest, tile - TILE_STEP)
+    out = [t for t in measured if 0 < t <= limit]
+    if tile == 0 or tile in measured:
+        t = limit
+        while t >= TILE_STEP and t in measured:
+            t -= TILE_STEP
+        if t >= TILE_STEP:
+            out.append(t)
+    return out
+
+
+def _shrunk_to_tile(q, tile):
+    """The request with its image cut to one tile, which then covers it."""
+    return dict(q, width=min(q["width"], tile), height=min(q["height"], tile), tile=0)
+
+
+def _temporal_corners(facts, q, measured):
+    """The temporal tiles below a video request's that end a domain, and its clip cut to one temporal tile."""
+    frames = q["frames"]
+    t = q["temporal_tile"] if q["temporal_tile"] is not None else facts["frames"]
+    tt = 0 if t >= frames else t
+    shortest_clip = frames - 1
+    if shortest_clip > _MAX_TILE:
+        return []
+    limit = shortest_clip if tt == 0 else min(shortest_clip, tt - 1)
+    out = [dict(q, temporal_tile=m) for m in measured if 1 <= m <= limit]
+    if tt == 0 or tt in measured:
+        t = limit
+        while t >= 1 and t in measured:
+            t -= 1
+        if t >= 1:
+            out.append(dict(q, temporal_tile=t))
+    if tt != 0:
+        out.append(dict(q, frames=tt, temporal_tile=0))
+    return out
+
+
 def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, growth, pixels, run, loaded, alloc_d,
                   os_d):
     """A video query's :class:`Reservation` (see ``Coefficients.reserve``)."""
@@ -879,7 +1039,12 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         key, facts, width, height, frames, batch, tile_priced, growth)
     final = total + growth
     if final > _U64:
-        raise ValueError("reservation too large")
+        raise _TooLarge("reservation too large")
+    # A mid-block attention runs per latent frame of the working set.
+    latent = (terms["working_frames"] - 1) // max(facts["temporal"], 1) + 1
+    if batch * latent > _U64:
+        raise _TooLarge("reservation too large")
+    attention = self._attention(key, width, height, tile_priced, batch * latent, growth, rule, final)
     size_range = coef.size_range if coef is not None else None
     at = terms["working_set"]
     extrapolated = rule not in ("legacy-floor", "video-estimate") and size_range is not None and not (
@@ -898,9 +1063,19 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
     elif rule in ("unmeasured-rule", "legacy-floor"):
         warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
     warnings.extend(self._line_warnings(key, rule, priced_by, coef))
+    final_rule = rule
+    if attention is not None:
+        if attention["phase_bytes"] > final:
+            final_rule, final = "attention-phase", attention["phase_bytes"]
+        if attention["wrong_output"]:
+            warnings.append(
+                "one attention matrix here has %d² = %d elements, at or past %d where %s's SDPA silently returns "
+                "wrong output: tile the decode (plan does)"
+                % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
+                   key.conv_backend))
     return self._reservation(
         final, coef,
-        rule=rule,
+        rule=final_rule,
         line=key,
         priced_by=priced_by,
         pixels=pixels,
@@ -915,7 +1090,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         os=os_d,
         tile_asked=tile_asked,
         tiled=None,
-        attention=None,
+        attention=attention,
         video=terms,
         warnings=warnings,
     )

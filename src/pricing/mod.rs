@@ -31,6 +31,26 @@ use std::collections::BTreeMap;
 use tiled::TileOn;
 pub use video::measured_here;
 
+/// A figure past what 64 bits of bytes hold: the request is too large to
+/// price. Typed, because the monotone composition tells it apart from a
+/// smaller request no rule can price: a request that contains one too
+/// large to price is too large itself.
+#[derive(Debug)]
+pub struct TooLarge(pub String);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+/// A [`TooLarge`] error with these words.
+pub(crate) fn too_large(words: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(TooLarge(words.into()))
+}
+
 /// One line's shipped values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineCoef {
@@ -46,7 +66,7 @@ pub struct LineCoef {
 
 impl LineCoef {
     pub fn at(&self, pixels: u64) -> Result<u64> {
-        reserve_bytes(self.slope_centi, self.base_mib, pixels).map_err(|e| anyhow!("{e}"))
+        reserve_bytes(self.slope_centi, self.base_mib, pixels).map_err(|e| too_large(e.to_string()))
     }
 }
 
@@ -298,7 +318,7 @@ impl Coefficients {
         })?;
         params
             .checked_mul(run.elem_bytes() - loaded.elem_bytes())
-            .ok_or_else(|| anyhow!("cast growth of {family} overflows"))
+            .ok_or_else(|| too_large(format!("cast growth of {family} overflows")))
     }
 
     fn legacy_at(&self, key: &LineKey, shape: legacy::Shape) -> Option<u64> {
@@ -370,7 +390,7 @@ fn pixels(q: &Query) -> Result<u64> {
         bail!("width, height and batch must be positive");
     }
     crate::exact::pixels(q.width, q.height, q.batch)
-        .ok_or_else(|| anyhow!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch))
+        .ok_or_else(|| too_large(format!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch)))
 }
 
 impl Coefficients {
@@ -441,12 +461,12 @@ impl Coefficients {
             let tile = self.effective_tile(q)?;
             let mut on = self.video_on(facts, &key, q, tile)?;
             let priced = self.video_price(&mut key, &mut on)?;
-            let line_phase = priced.total.checked_add(growth).ok_or_else(|| anyhow!("reservation too large"))?;
+            let line_phase = priced.total.checked_add(growth).ok_or_else(|| too_large("reservation too large"))?;
             // A video family with a mid-block attention runs it per latent
             // frame of the working set: `batch × latent frames` matrices
             // over one spatial tile.
             let latent = facts.latent_frames(facts.working_frames(on.run.frames, on.run.temporal_tile));
-            let items = q.batch.checked_mul(latent).ok_or_else(|| anyhow!("reservation too large"))?;
+            let items = q.batch.checked_mul(latent).ok_or_else(|| too_large("reservation too large"))?;
             let attention = self.attention_on(&key, q, tile, items, growth, priced.rule, line_phase)?;
             let (rule, bytes) = match &attention {
                 Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
@@ -492,7 +512,7 @@ impl Coefficients {
                 .unwrap_or(0)
                 .checked_add(if derived { copies } else { 0 })
                 .and_then(|b| b.checked_add(growth))
-                .ok_or_else(|| anyhow!("reservation too large"))?,
+                .ok_or_else(|| too_large("reservation too large"))?,
         };
         let attention = self.attention_on(&key, q, key.tile, q.batch, growth, rule, line_phase)?;
         let (rule, bytes) = match &attention {
@@ -548,7 +568,7 @@ impl Coefficients {
             let untiled = LineKey { tile: 0, ..key.clone() };
             for (k, c) in self.unmeasured_candidates(&untiled) {
                 let b = c.at(t.tile_pixels)?;
-                let total = b.checked_add(t.copies_bytes).ok_or_else(|| anyhow!("reservation too large"))?;
+                let total = b.checked_add(t.copies_bytes).ok_or_else(|| too_large("reservation too large"))?;
                 // A measured tile keeps a tie; derived ones tie-break by key order.
                 if best.is_none_or(|(bt, _, bk, _, bd)| total > bt || (total == bt && bd && k < bk)) {
                     best = Some((total, b, k, c, true));

@@ -33,8 +33,18 @@ impl Coefficients {
         let mut best: Option<(Query, Settled<'_>)> = None;
         for corner in self.corners(q, &own) {
             // A smaller request no rule can price sets nothing (its error
-            // is its own: the query itself was priced).
-            let Ok(s) = self.settle_one(&corner, env) else { continue };
+            // is its own: the query itself was priced); one too large to
+            // price makes the query too large too.
+            let s = match self.settle_one(&corner, env) {
+                Ok(s) => s,
+                Err(e) if e.is::<super::TooLarge>() => {
+                    return Err(super::too_large(format!(
+                        "{}x{} × batch {} is too large to price: a smaller request it contains is ({e})",
+                        q.width, q.height, q.batch
+                    )))
+                }
+                Err(_) => continue,
+            };
             if s.bytes > best.as_ref().map_or(own.bytes, |(_, b)| b.bytes) {
                 best = Some((corner, s));
             }
@@ -94,9 +104,11 @@ impl Coefficients {
     }
 }
 
-/// The largest tile edge (a multiple of [`TILE_STEP`]) strictly below `n`.
+/// The largest tile edge (a multiple of [`TILE_STEP`] that a tile field
+/// holds) strictly below `n`.
 fn tile_below(n: u64) -> Option<u32> {
-    let t = n.saturating_sub(1) / u64::from(TILE_STEP) * u64::from(TILE_STEP);
+    let step = u64::from(TILE_STEP);
+    let t = (n.saturating_sub(1) / step * step).min(u64::from(u32::MAX) / step * step);
     u32::try_from(t).ok().filter(|t| *t >= TILE_STEP)
 }
 

@@ -5,7 +5,7 @@
 use super::{Coefficients, Query, TileTerms};
 use crate::contract::LineKey;
 use crate::pricing::platform::Detected;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
 impl Coefficients {
     /// The host a derived tile is priced for: `--host`, else the file's default.
@@ -38,10 +38,10 @@ impl Coefficients {
         let Some((host, h, given)) = self.tiling_host(q)? else { return Ok(None) };
         let t = u64::from(key.tile);
         let tile_pixels = crate::exact::pixels(t.min(q.width), t.min(q.height), q.batch)
-            .ok_or_else(|| anyhow!("tile {t} × batch {} is too large to price", q.batch))?;
+            .ok_or_else(|| super::too_large(format!("tile {t} × batch {} is too large to price", q.batch)))?;
         let copies_bytes = h
             .copies_bytes(key.dtype, pixels)
-            .ok_or_else(|| anyhow!("the output copies of {pixels} px are too large to price"))?;
+            .ok_or_else(|| super::too_large(format!("the output copies of {pixels} px are too large to price")))?;
         Ok(Some(TileOn { host, given, h, tile_pixels, copies_bytes }))
     }
 }

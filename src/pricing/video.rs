@@ -68,7 +68,8 @@ impl Coefficients {
         }
         let run =
             Run { width, height, frames, batch, tile, temporal_tile: key.temporal_tile.unwrap_or(0), dtype: key.dtype };
-        let too_large = || anyhow!("{width}x{height} × {frames} frames × batch {batch} is too large to price");
+        let too_large =
+            || super::too_large(format!("{width}x{height} × {frames} frames × batch {batch} is too large to price"));
         let working_set = run.working_set(facts).ok_or_else(too_large)?;
         let copies = self.file.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(key.op));
         let clip_bytes = run.clip_bytes(copies).ok_or_else(too_large)?;
@@ -79,7 +80,7 @@ impl Coefficients {
     /// larger of the most demanding candidate line and the largest
     /// applicable host estimate; else the legacy estimate at the working set.
     pub(super) fn video_price<'a>(&'a self, key: &mut LineKey, on: &mut VideoOn<'a>) -> Result<VideoPrice<'a>> {
-        let add = |a: u64, b: u64| a.checked_add(b).ok_or_else(|| anyhow!("reservation too large"));
+        let add = |a: u64, b: u64| a.checked_add(b).ok_or_else(|| super::too_large("reservation too large"));
         if let Some((rule, k, c, b)) = self.measured_line(key, on.working_set)? {
             return Ok(VideoPrice { rule, line: Some((k, c, b)), legacy: None, total: add(b, on.clip_bytes)? });
         }
@@ -103,7 +104,8 @@ impl Coefficients {
         }
         if let Some(v) = self.file.video.as_ref() {
             for (e, bytes) in v.estimates(&key.vae, key.op, on.facts, on.run) {
-                let bytes = bytes.ok_or_else(|| anyhow!("the {} estimate for {key} is too large to price", e.host))?;
+                let bytes = bytes
+                    .ok_or_else(|| super::too_large(format!("the {} estimate for {key} is too large to price", e.host)))?;
                 if on.estimate.is_none_or(|(_, b)| bytes > b) {
                     on.estimate = Some((e, bytes));
                 }
