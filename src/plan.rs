@@ -413,29 +413,115 @@ pub struct TileSearch {
 /// (8 latent pixels of an 8x VAE, the step the hosts' tile options take)
 /// and the coefficients' own tiles, each smaller than `below` and than the
 /// image's longer side (a tile covering the image is the untiled work).
-pub fn tile_candidates(width: u64, height: u64, below: Option<u32>, known: &[u32]) -> Vec<u32> {
-    let longest = width.max(height);
-    let limit = below.map_or(longest, |t| u64::from(t).min(longest));
-    let steps = (1..).map(|i| i * TILE_SEARCH_STEP).take_while(|t| u64::from(*t) < limit);
-    let mut all: Vec<u32> = steps.chain(known.iter().copied().filter(|t| *t > 0 && u64::from(*t) < limit)).collect();
-    all.sort_unstable_by(|a, b| b.cmp(a));
-    all.dedup();
-    all
+/// Held as that rule, never listed: an image 2^32 px wide has 67 million
+/// candidates, and a search bisects them (prices never fall as a tile
+/// grows, docs/DESIGN.md, "Monotone composition"), pricing O(log n).
+#[derive(Debug, Clone)]
+pub struct TileCandidates {
+    /// How many multiples of [`TILE_SEARCH_STEP`] (1, 2, … this many).
+    steps: u64,
+    /// The known tiles below the limit that are not such multiples, sorted.
+    known: Vec<u32>,
 }
 
-/// The step of [`tile_candidates`].
+impl TileCandidates {
+    pub fn new(width: u64, height: u64, below: Option<u32>, known: &[u32]) -> TileCandidates {
+        let longest = width.max(height);
+        let limit = below.map_or(longest, |t| u64::from(t).min(longest));
+        let step = u64::from(TILE_SEARCH_STEP);
+        // Multiples strictly below the limit that a tile (u32) holds.
+        let steps = (limit.saturating_sub(1) / step).min(u64::from(u32::MAX) / step);
+        let mut known: Vec<u32> =
+            known.iter().copied().filter(|t| *t > 0 && u64::from(*t) < limit && t % TILE_SEARCH_STEP != 0).collect();
+        known.sort_unstable();
+        known.dedup();
+        TileCandidates { steps, known }
+    }
+
+    /// How many tiles the search covers.
+    pub fn len(&self) -> usize {
+        usize::try_from(self.steps).unwrap_or(usize::MAX).saturating_add(self.known.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn multiple(i: u64) -> u32 {
+        u32::try_from(i * u64::from(TILE_SEARCH_STEP)).unwrap_or(u32::MAX)
+    }
+
+    /// The smallest candidate.
+    pub fn smallest(&self) -> Option<u32> {
+        let m = (self.steps > 0).then(|| Self::multiple(1));
+        [m, self.known.first().copied()].into_iter().flatten().min()
+    }
+
+    /// The next candidate above `t`.
+    pub fn above(&self, t: u32) -> Option<u32> {
+        let i = u64::from(t) / u64::from(TILE_SEARCH_STEP) + 1;
+        let m = (i <= self.steps).then(|| Self::multiple(i));
+        let k = self.known.iter().copied().find(|k| *k > t);
+        [m, k].into_iter().flatten().min()
+    }
+
+    /// The candidates below `t`, largest first (lazily).
+    pub fn below(&self, t: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(self.below_one(t), move |c| self.below_one(*c))
+    }
+
+    fn below_one(&self, t: u32) -> Option<u32> {
+        let i = (u64::from(t).saturating_sub(1) / u64::from(TILE_SEARCH_STEP)).min(self.steps);
+        let m = (i >= 1).then(|| Self::multiple(i));
+        let k = self.known.iter().rev().copied().find(|k| *k < t);
+        [m, k].into_iter().flatten().max()
+    }
+
+    /// The largest candidate for which `fits` holds, where `fits` holds for
+    /// every tile below one it holds for: the multiples by bisection, the
+    /// few known tiles one by one.
+    pub fn largest(&self, mut fits: impl FnMut(u32) -> Result<bool>) -> Result<Option<u32>> {
+        let (mut lo, mut hi) = (0u64, self.steps); // fits(multiple(lo)) holds (lo = 0: none)
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(Self::multiple(mid))? {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let mut best = (lo > 0).then(|| Self::multiple(lo));
+        for k in self.known.iter().rev().copied().filter(|k| best.is_none_or(|b| *k > b)) {
+            if fits(k)? {
+                best = Some(k);
+                break;
+            }
+        }
+        Ok(best)
+    }
+}
+
+/// The step of [`TileCandidates`].
 pub const TILE_SEARCH_STEP: u32 = 64;
 
-/// Whether a price rests on the legacy floor's guess rather than on a line.
+/// How many tiles below a legacy-floor answer a search prices to find one
+/// priced by a line (a bounded window: the preference must not make a
+/// search walk the whole image).
+pub const LEGACY_WINDOW: usize = 64;
+
+/// Whether a price rests on the legacy floor's guess rather than on a line
+/// (directly, or through the smaller request whose price it took).
 pub(crate) fn by_legacy(p: &Price) -> bool {
-    matches!(p.rule, Rule::LegacyFloor | Rule::Legacy)
+    let rule = p.lifted.as_ref().map_or(p.rule, |l| l.rule);
+    matches!(rule, Rule::LegacyFloor | Rule::Legacy)
 }
 
 /// The largest tile (below `below`, when given) whose price fits `budget`:
-/// a tile priced by a measured line, the derived tile rule or the
-/// unmeasured rule first; a tile that fits only by the legacy floor is
-/// taken only when nothing else fits. Every candidate is priced (a few
-/// dozen pricings), so no monotonicity is assumed.
+/// found by bisection over the candidates (prices never fall as a tile
+/// grows); when that one fits only by the legacy floor's guess, the
+/// largest of the next [`LEGACY_WINDOW`] smaller candidates priced by a
+/// measured line, the derived tile rule or the unmeasured rule is taken
+/// instead. O(log n) pricings in the image's size.
 pub fn largest_tile(
     pricer: &dyn Pricer,
     q: &Query,
@@ -444,23 +530,29 @@ pub fn largest_tile(
     below: Option<u32>,
     known: &[u32],
 ) -> Result<TileSearch> {
-    let candidates = tile_candidates(q.width, q.height, below, known);
-    let mut priced = Vec::with_capacity(candidates.len());
-    for t in &candidates {
-        priced.push(pricer.price(&Query { tile: *t, ..q.clone() }, env)?);
-    }
+    let candidates = TileCandidates::new(q.width, q.height, below, known);
+    let price = |t: u32| pricer.price(&Query { tile: t, ..q.clone() }, env);
     // A tile whose attention matrix returns wrong output does not "fit".
-    let fits = |p: &&Price| p.bytes <= budget && !p.attention.as_ref().is_some_and(|a| a.wrong_output);
-    let best = priced.iter().position(|p| fits(&p) && !by_legacy(p));
-    let any = priced.iter().position(|p| fits(&p));
-    let chosen_at = best.or(any);
-    let mut reasons = Vec::new();
-    let skipped_legacy = match (best, any) {
-        (Some(b), Some(a)) if a < b => Some(priced[a].clone()),
-        _ => None,
+    let fits = |p: &Price| p.bytes <= budget && !p.attention.as_ref().is_some_and(|a| a.wrong_output);
+    let any = candidates.largest(|t| Ok(fits(&price(t)?)))?.map(price).transpose()?;
+    let mut skipped_legacy = None;
+    let mut chosen = any.clone();
+    if let Some(a) = any.as_ref().filter(|a| by_legacy(a)) {
+        for t in candidates.below(a.spatial_tile()).take(LEGACY_WINDOW) {
+            let p = price(t)?;
+            if fits(&p) && !by_legacy(&p) {
+                skipped_legacy = any.clone();
+                chosen = Some(p);
+                break;
+            }
+        }
+    }
+    let next_larger = match &chosen {
+        Some(c) => candidates.above(c.spatial_tile()).map(price).transpose()?.filter(|p| !fits(p)),
+        None => None,
     };
-    let next_larger = chosen_at.and_then(|i| i.checked_sub(1)).map(|i| priced[i].clone()).filter(|p| !fits(&p));
-    match chosen_at.map(|i| &priced[i]) {
+    let mut reasons = Vec::new();
+    match &chosen {
         Some(c) => {
             reasons.push(format!(
                 "tile {} is the largest of {} tile edges searched (multiples of {TILE_SEARCH_STEP} px and the \
@@ -489,8 +581,7 @@ pub fn largest_tile(
             }
         }
         None => {
-            let smallest = priced.last();
-            reasons.push(match smallest {
+            reasons.push(match candidates.smallest().map(price).transpose()? {
                 Some(s) => format!(
                     "no tile fits: even tile {} reserves {} > budget {}",
                     s.spatial_tile(),
@@ -501,7 +592,6 @@ pub fn largest_tile(
             });
         }
     }
-    let chosen = chosen_at.map(|i| priced[i].clone());
     Ok(TileSearch { chosen, next_larger, skipped_legacy, searched: candidates.len(), reasons })
 }
 
@@ -510,6 +600,9 @@ pub fn largest_tile(
 pub struct MaxTileReport {
     /// The budget asked about, bytes.
     pub budget_bytes: u64,
+    /// The spatial tile chosen, pixels (null: none fits). A video answer's
+    /// key holds tile 0 (its tile is in the working set): this is the tile.
+    pub tile: Option<u32>,
     /// The search and its answer.
     #[serde(flatten)]
     pub search: TileSearch,

@@ -17,8 +17,11 @@ use vramfit::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 fn files() -> Vec<(String, Coefficients)> {
     let mut out = vec![(
         "embedded".to_string(),
-        Coefficients::new(vramfit::coefficients::parse(vramfit::coefficients::EMBEDDED, "embedded").unwrap(), "embedded".into())
-            .unwrap(),
+        Coefficients::new(
+            vramfit::coefficients::parse(vramfit::coefficients::EMBEDDED, "embedded").unwrap(),
+            "embedded".into(),
+        )
+        .unwrap(),
     )];
     for root in ["tests/fixtures/root", "tests/fixtures/video", "tests/fixtures/docs"] {
         let path = repo().join(root).join("fits/vae.json");
@@ -117,7 +120,16 @@ fn case() -> impl Strategy<Value = Case> {
     ]);
     let by = prop_oneof![4 => 1u64..64, 2 => 64u64..4096, 1 => 4096u64..(1 << 31)];
     (0usize..4, 0usize..64, platform, size, temporal, grow, by, 0usize..1000).prop_map(
-        |(file, name, (op, dtype, backend, allocator, os), (width, height, batch, frames, tile), temporal_tile, grow, by, line)| {
+        |(
+            file,
+            name,
+            (op, dtype, backend, allocator, os),
+            (width, height, batch, frames, tile),
+            temporal_tile,
+            grow,
+            by,
+            line,
+        )| {
             Case {
                 file,
                 name,
@@ -332,8 +344,12 @@ fn a_covering_tile_prices_as_no_tile() {
                     assert_eq!(tiled.bytes, untiled.bytes, "{source}: tile {t} of {w}x{h} ({name})");
                     compared += 1;
                 }
-                let walks_tiles =
-                    c.file.registry.get(&family).and_then(|e| e.video.as_ref()).is_some_and(|v| v.takes_temporal_tile());
+                let walks_tiles = c
+                    .file
+                    .registry
+                    .get(&family)
+                    .and_then(|e| e.video.as_ref())
+                    .is_some_and(|v| v.takes_temporal_tile());
                 if walks_tiles {
                     for tt in [49u32, 50, 99_999] {
                         let long = c.quote(&Query { temporal_tile: Some(tt), ..q.clone() }, &env).unwrap();
@@ -352,9 +368,18 @@ fn a_covering_tile_prices_as_no_tile() {
 #[test]
 fn the_reported_inversions_are_in_order() {
     let chains: &[(&str, &str)] = &[
-        ("reserve sd3 decode 1024x4096 --dtype fp16 --tile 4088", "reserve sd3 decode 1024x4096 --dtype fp16 --tile 4096"),
-        ("reserve sdxl decode 4096x4096 --dtype fp16 --tile 512", "reserve sdxl decode 4096x4096 --dtype fp16 --tile 576"),
-        ("reserve sdxl decode 2048x2048 --dtype fp32 --tile 448", "reserve sdxl decode 2048x2048 --dtype fp32 --tile 512"),
+        (
+            "reserve sd3 decode 1024x4096 --dtype fp16 --tile 4088",
+            "reserve sd3 decode 1024x4096 --dtype fp16 --tile 4096",
+        ),
+        (
+            "reserve sdxl decode 4096x4096 --dtype fp16 --tile 512",
+            "reserve sdxl decode 4096x4096 --dtype fp16 --tile 576",
+        ),
+        (
+            "reserve sdxl decode 2048x2048 --dtype fp32 --tile 448",
+            "reserve sdxl decode 2048x2048 --dtype fp32 --tile 512",
+        ),
         ("reserve sdxl decode 512x512 --dtype fp16 --tile 512", "reserve sdxl decode 520x520 --dtype fp16 --tile 512"),
         (
             "reserve ltx-2 decode 1248x704 --frames 121 --tile 512 --temporal-tile 16 --dtype bf16",
@@ -375,13 +400,41 @@ fn the_reported_inversions_are_in_order() {
     }
     // The 24 TB temporal tile: a temporal tile longer than the clip is the whole clip.
     let whole = run_in_process(&[
-        "--format", "json", "reserve", "ltx-2", "decode", "1248x704", "--frames", "121", "--tile", "512",
-        "--temporal-tile", "0", "--dtype", "bf16", "--os", "linux",
+        "--format",
+        "json",
+        "reserve",
+        "ltx-2",
+        "decode",
+        "1248x704",
+        "--frames",
+        "121",
+        "--tile",
+        "512",
+        "--temporal-tile",
+        "0",
+        "--dtype",
+        "bf16",
+        "--os",
+        "linux",
     ])
     .unwrap();
     let long = run_in_process(&[
-        "--format", "json", "reserve", "ltx-2", "decode", "1248x704", "--frames", "121", "--tile", "512",
-        "--temporal-tile", "99999", "--dtype", "bf16", "--os", "linux",
+        "--format",
+        "json",
+        "reserve",
+        "ltx-2",
+        "decode",
+        "1248x704",
+        "--frames",
+        "121",
+        "--tile",
+        "512",
+        "--temporal-tile",
+        "99999",
+        "--dtype",
+        "bf16",
+        "--os",
+        "linux",
     ])
     .unwrap();
     let bytes = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["bytes"].as_u64().unwrap();
@@ -392,8 +445,7 @@ fn the_reported_inversions_are_in_order() {
 #[test]
 fn a_lifted_answer_names_the_smaller_request() {
     let ran = run_in_process(&[
-        "--format", "json", "reserve", "sdxl", "decode", "520x520", "--tile", "512", "--dtype", "fp16", "--os",
-        "linux",
+        "--format", "json", "reserve", "sdxl", "decode", "520x520", "--tile", "512", "--dtype", "fp16", "--os", "linux",
     ])
     .unwrap();
     let v: serde_json::Value = serde_json::from_str(&ran.out).unwrap();
@@ -411,8 +463,7 @@ fn a_lifted_answer_names_the_smaller_request() {
     assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("never reserves less")));
     // --strict refuses a price set by an extrapolated or estimated smaller request, and takes a measured one.
     let strict = run_in_process(&[
-        "reserve", "sdxl", "decode", "520x520", "--tile", "512", "--dtype", "fp16", "--os", "linux",
-        "--strict",
+        "reserve", "sdxl", "decode", "520x520", "--tile", "512", "--dtype", "fp16", "--os", "linux", "--strict",
     ])
     .unwrap();
     assert_eq!(strict.code, 0, "{}", strict.err);
@@ -479,7 +530,8 @@ fn the_python_package_answers_random_chains_like_the_cli() {
             },
         })
     };
-    let answers = crate::python_package::python_answers(&serde_json::Value::Array(queries.iter().map(as_python).collect()));
+    let answers =
+        crate::python_package::python_answers(&serde_json::Value::Array(queries.iter().map(as_python).collect()));
     let mut agreed = 0;
     let mut bytes = Vec::new();
     for (q, py) in queries.iter().zip(&answers) {

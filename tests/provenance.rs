@@ -125,7 +125,7 @@ fn a_plan_with_a_tile_is_labelled_tiled() {
         "--batch",
         "8",
         "--free",
-        "1700MiB",
+        "2000MiB",
     ];
     let j = json(&args);
     assert_eq!((j["verdict"].as_str(), j["tile"].as_u64()), (Some("tiled"), Some(512)));

@@ -86,6 +86,7 @@ _RULE_TEXT = {
     "legacy-floor": "legacy floor",
     "video-estimate": "video estimate",
     "monotone-floor": "monotone floor",
+    "measured-cap": "measured cap",
 }
 
 
@@ -899,6 +900,18 @@ class Coefficients:
                 rule = "unmeasured-rule" if legacy is None or total_b + growth >= legacy else "legacy-floor"
         copies = tile_on[4] if derived else 0
         total = legacy if rule == "legacy-floor" else line_bytes + copies + growth
+        if rule in ("unmeasured-rule", "legacy-floor") and key.tile > 0:
+            # A guess for a tile never prices above what a measured line of this platform prices a larger tile (or
+            # no tile) of the same image: the lowest such line.
+            cap = None
+            larger = [t for t in self.line_tiles.get((key.vae, key.op), []) if key.tile < t < max(width, height)]
+            for t in larger + [0]:
+                m = self._measured_line(_replace(key, tile=t), pixels)
+                if m is not None and (cap is None or m[3] < cap[3]):
+                    cap = m
+            if cap is not None and cap[3] + growth < total:
+                rule, priced_by, coef, line_bytes = ("measured-cap",) + tuple(cap[1:])
+                derived, total = False, cap[3] + growth
         if total > _U64:
             raise _TooLarge("reservation too large")
         tiled = None

@@ -31,6 +31,7 @@ pub fn max_tile(opts: &QueryOptions, env: &EnvSnapshot, budget: u64, strict: boo
     let (strict_found, mut notes) = super::strict(strict, estimates);
     notes.splice(0..0, super::local_copy_note(&opts.source));
     let found = if search.chosen.is_none() { Found::NoTileFits } else { strict_found };
-    let r = MaxTileReport { budget_bytes: budget, search, coefficients: c.source.clone() };
+    let tile = search.chosen.as_ref().map(|p| p.spatial_tile());
+    let r = MaxTileReport { budget_bytes: budget, tile, search, coefficients: c.source.clone() };
     Ok(Outcome { notes, ..Outcome::of(r).found(found) })
 }

@@ -2,7 +2,7 @@
 //! price fits (docs/DESIGN.md, "Video"). "Largest" is the working set, the
 //! pixel-frames one step decodes: the pair that decodes the most per step.
 
-use super::{by_legacy, tile_candidates, TileSearch, TILE_SEARCH_STEP};
+use super::{by_legacy, TileCandidates, TileSearch, TILE_SEARCH_STEP};
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::{Price, Pricer, Query, VideoTerms};
 use crate::registry::Walk;
@@ -31,6 +31,9 @@ pub fn temporal_candidates(v: &VideoTerms) -> Vec<u32> {
 
 /// The largest (spatial, temporal) pair, other than the one asked, whose
 /// price fits: measured, derived or estimated prices before a legacy guess.
+/// For each temporal tile (log-many), the largest spatial tile that fits
+/// is found by bisection (prices never fall as a tile grows), so the
+/// search prices O(log² n) pairs whatever the image's size.
 pub fn largest_tiles(
     pricer: &dyn Pricer,
     q: &Query,
@@ -40,37 +43,68 @@ pub fn largest_tiles(
     known: &[u32],
 ) -> Result<TileSearch> {
     let below = (asked.tile != 0).then_some(asked.tile);
-    let mut spatial = tile_candidates(q.width, q.height, below, known);
-    if asked.tile == 0 {
-        spatial.insert(0, 0);
-    }
+    let spatial = TileCandidates::new(q.width, q.height, below, known);
     let temporal = temporal_candidates(asked);
-    let mut priced: Vec<Price> = Vec::with_capacity(spatial.len() * temporal.len());
-    for s in &spatial {
-        for t in &temporal {
-            if (*s, *t) == (asked.tile, asked.temporal_tile) {
-                continue; // the pair asked for is what did not fit
-            }
-            let tt = (asked.walk != Walk::Causal).then_some(*t);
-            priced.push(pricer.price(&Query { tile: *s, temporal_tile: tt, ..q.clone() }, env)?);
-        }
+    let price = |s: u32, t: u32| {
+        let tt = (asked.walk != Walk::Causal).then_some(t);
+        pricer.price(&Query { tile: s, temporal_tile: tt, ..q.clone() }, env)
+    };
+    let fits = |p: &Price| p.bytes <= budget;
+    let asked_pair = (asked.tile, asked.temporal_tile);
+    // Per temporal tile, the largest spatial tile that fits (untiled first, when untiled was asked).
+    let mut best_each: Vec<Price> = Vec::new();
+    let mut searched = 0usize;
+    for t in &temporal {
+        let untiled = asked.tile == 0 && (0, *t) != asked_pair;
+        searched = searched.saturating_add(spatial.len()).saturating_add(usize::from(untiled));
+        let whole = if untiled { Some(price(0, *t)?).filter(fits) } else { None };
+        let chosen = match whole {
+            Some(p) => Some(p),
+            None => spatial.largest(|s| Ok(fits(&price(s, *t)?)))?.map(|s| price(s, *t)).transpose()?,
+        };
+        best_each.extend(chosen);
     }
     let work = |p: &Price| p.video.as_ref().map_or(0, |v| v.working_set);
-    priced.sort_by(|a, b| {
+    let order = |a: &Price, b: &Price| {
         (work(b), b.spatial_tile(), b.temporal_tile()).cmp(&(work(a), a.spatial_tile(), a.temporal_tile()))
-    });
-    let fits = |p: &Price| p.bytes <= budget;
-    let best = priced.iter().position(|p| fits(p) && !by_legacy(p));
-    let any = priced.iter().position(fits);
-    let chosen_at = best.or(any);
-    let skipped_legacy = match (best, any) {
-        (Some(b), Some(a)) if a < b => Some(priced[a].clone()),
+    };
+    best_each.sort_by(order);
+    let any = best_each.first().cloned();
+    let mut chosen = best_each.iter().find(|p| !by_legacy(p)).cloned();
+    if chosen.is_none() {
+        // Every pair's largest fit is a legacy guess: a bounded window below each for a priced one.
+        let mut found: Vec<Price> = Vec::new();
+        for p in &best_each {
+            let t = p.temporal_tile().unwrap_or(0);
+            for s in spatial.below(p.spatial_tile()).take(super::LEGACY_WINDOW) {
+                let c = price(s, t)?;
+                if fits(&c) && !by_legacy(&c) {
+                    found.push(c);
+                    break;
+                }
+            }
+        }
+        found.sort_by(order);
+        chosen = found.into_iter().next();
+    }
+    let skipped_legacy = match (&chosen, &any) {
+        (Some(c), Some(a)) if c != a => Some(a.clone()),
         _ => None,
     };
-    let next_larger = chosen_at.and_then(|i| i.checked_sub(1)).map(|i| priced[i].clone()).filter(|p| !fits(p));
+    let chosen = chosen.or(any);
+    let next_larger = match &chosen {
+        Some(c) => {
+            let t = c.temporal_tile().unwrap_or(0);
+            match c.spatial_tile() {
+                0 => None,
+                s => spatial.above(s).map(|s| price(s, t)).transpose()?.filter(|p| !fits(p)),
+            }
+        }
+        None => None,
+    };
     let name = |p: &Price| pair(p.spatial_tile(), p.temporal_tile().unwrap_or(0));
     let mut reasons = Vec::new();
-    match chosen_at.map(|i| &priced[i]) {
+    match &chosen {
         Some(c) => {
             reasons.push(format!(
                 "{} is the largest working set ({} px) of {} spatial × temporal tile pairs searched (spatial \
@@ -78,7 +112,7 @@ pub fn largest_tiles(
                  fits: {} ≤ budget {}, by the {}",
                 name(c),
                 work(c),
-                priced.len(),
+                searched,
                 asked.temporal_compression,
                 mib(c.bytes),
                 mib(budget),
@@ -95,15 +129,17 @@ pub fn largest_tiles(
                 ));
             }
         }
-        None => reasons.push(match priced.last() {
-            Some(s) => {
-                format!("no tile pair fits: even {} reserves {} > budget {}", name(s), mib(s.bytes), mib(budget))
-            }
-            None => "no smaller tile pair to try".to_string(),
-        }),
+        None => {
+            let t = temporal.last().copied().unwrap_or(0);
+            let smallest = spatial.smallest().map(|s| price(s, t)).transpose()?;
+            reasons.push(match smallest {
+                Some(s) => {
+                    format!("no tile pair fits: even {} reserves {} > budget {}", name(&s), mib(s.bytes), mib(budget))
+                }
+                None => "no smaller tile pair to try".to_string(),
+            })
+        }
     }
-    let searched = priced.len();
-    let chosen = chosen_at.map(|i| priced[i].clone());
     Ok(TileSearch { chosen, next_larger, skipped_legacy, searched, reasons })
 }
 

@@ -105,6 +105,12 @@ pub enum Rule {
     /// higher by its own rule: a larger request never reserves less, so this
     /// one takes that price (docs/DESIGN.md, "Monotone composition").
     MonotoneFloor,
+    /// A tile no line measured, where the unmeasured rule's or the legacy
+    /// floor's guess was above what a measured line of the same platform
+    /// prices a larger tile (or no tile) of the same image: a run on a
+    /// smaller tile holds no more than one on a larger tile, so the lowest
+    /// such line sets it (`priced_by`).
+    MeasuredCap,
 }
 
 impl Rule {
@@ -120,6 +126,7 @@ impl Rule {
             Rule::VideoEstimate => "video estimate",
             Rule::Legacy => "legacy estimator",
             Rule::MonotoneFloor => "monotone floor",
+            Rule::MeasuredCap => "measured cap",
         }
     }
 
@@ -381,6 +388,10 @@ impl Price {
             }
             Rule::AttentionPhase => out.push(format!(
                 "{} is priced by the attention phase: a declared bytes-per-score figure, not a measured decode",
+                self.line
+            )),
+            Rule::MeasuredCap => out.push(format!(
+                "{} has no line of its own: priced by its platform's line of a larger tile (or of no tile)",
                 self.line
             )),
             Rule::DerivedTile => out.push(format!(

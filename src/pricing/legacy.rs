@@ -68,7 +68,8 @@ pub fn legacy_bytes(
     } else {
         let t = u64::from(tile);
         let area = u128::from(t.min(shape.width)) * u128::from(t.min(shape.height));
-        let raw = [u128::from(shape.batch), u128::from(e), u128::from(k)].into_iter().try_fold(area, u128::checked_mul)?;
+        let raw =
+            [u128::from(shape.batch), u128::from(e), u128::from(k)].into_iter().try_fold(area, u128::checked_mul)?;
         tiled(raw, legacy.tile_factor)?.min(untiled)
     };
     let extra = if dtype == Dtype::Fp32 { legacy.fp32_extra_mib.get(family).copied().unwrap_or(0) } else { 0 };

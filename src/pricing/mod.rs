@@ -421,6 +421,30 @@ impl Coefficients {
         Ok(best)
     }
 
+    /// The lowest price a measured line of `key`'s platform gives a larger
+    /// tile than `key`'s, or no tile, of the query's image (the line, its
+    /// bytes). `key` is left as it was given.
+    #[allow(clippy::type_complexity)]
+    fn measured_cap(&self, key: &mut LineKey, q: &Query, pixels: u64) -> Result<Option<(&LineKey, &LineCoef, u64)>> {
+        let tile = key.tile;
+        let longest = q.width.max(q.height);
+        let larger = self.line_tiles.get(&(key.vae.clone(), key.op)).map_or(&[][..], Vec::as_slice);
+        let tiles: Vec<u32> =
+            larger.iter().copied().filter(|k| *k > tile && u64::from(*k) < longest).chain([0]).collect();
+        let mut best: Option<(&LineKey, &LineCoef, u64)> = None;
+        for t in tiles {
+            key.tile = t;
+            let found = self.measured_line(key, pixels);
+            key.tile = tile;
+            if let Some((_, k, c, b)) = found? {
+                if best.is_none_or(|(_, _, bb)| b < bb) {
+                    best = Some((k, c, b));
+                }
+            }
+        }
+        Ok(best)
+    }
+
     /// Whether any line was measured for a family, at any op, backend or dtype.
     fn family_measured(&self, family: &str) -> bool {
         self.measured_families.contains(family)
@@ -513,6 +537,18 @@ impl Coefficients {
                 .checked_add(if derived { copies } else { 0 })
                 .and_then(|b| b.checked_add(growth))
                 .ok_or_else(|| too_large("reservation too large"))?,
+        };
+        // A guess for a tile never prices above what a measured line of
+        // this platform prices a larger tile (or no tile) of the same image:
+        // a run on a smaller tile holds no more.
+        let cap = match rule {
+            Rule::UnmeasuredRule | Rule::LegacyFloor if key.tile > 0 => self.measured_cap(&mut key, q, pixels)?,
+            _ => None,
+        };
+        let cap = cap.and_then(|(k, c, b)| b.checked_add(growth).filter(|t| *t < line_phase).map(|t| (k, c, b, t)));
+        let (rule, priced_by, coef, line_bytes, derived, line_phase) = match cap {
+            Some((k, c, b, total)) => (Rule::MeasuredCap, Some(k), Some(c), Some(b), false, total),
+            None => (rule, priced_by, coef, line_bytes, derived, line_phase),
         };
         let attention = self.attention_on(&key, q, key.tile, q.batch, growth, rule, line_phase)?;
         let (rule, bytes) = match &attention {

@@ -104,8 +104,9 @@ impl Coefficients {
         }
         if let Some(v) = self.file.video.as_ref() {
             for (e, bytes) in v.estimates(&key.vae, key.op, on.facts, on.run) {
-                let bytes = bytes
-                    .ok_or_else(|| super::too_large(format!("the {} estimate for {key} is too large to price", e.host)))?;
+                let bytes = bytes.ok_or_else(|| {
+                    super::too_large(format!("the {} estimate for {key} is too large to price", e.host))
+                })?;
                 if on.estimate.is_none_or(|(_, b)| bytes > b) {
                     on.estimate = Some((e, bytes));
                 }

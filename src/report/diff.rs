@@ -14,6 +14,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::VideoEstimate) => "video estimate",
         Some(Rule::Legacy) => "legacy",
         Some(Rule::MonotoneFloor) => "monotone floor",
+        Some(Rule::MeasuredCap) => "measured cap",
         None => "-",
     }
 }

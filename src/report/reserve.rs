@@ -164,7 +164,7 @@ impl Report for crate::plan::MaxTileReport {
         let mut s = match &self.search.chosen {
             Some(p) => format!(
                 "tile {} px: {} MiB ({} bytes) ≤ budget {} MiB, by the {} ({})\n",
-                p.line.tile,
+                p.spatial_tile(),
                 p.mib,
                 thousands(p.bytes),
                 self.budget_bytes / (1 << 20),

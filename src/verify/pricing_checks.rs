@@ -165,9 +165,15 @@ pub(super) fn floor(cx: &mut PricingCtx) {
         for (w, h) in &grid {
             let x = w.saturating_mul(*h);
             let k = &s.key;
-            let Some(l) =
-                crate::pricing::legacy::legacy_bytes(legacy, &k.vae, k.op, k.tile, k.conv_backend, k.dtype, shape(*w, *h))
-            else {
+            let Some(l) = crate::pricing::legacy::legacy_bytes(
+                legacy,
+                &k.vae,
+                k.op,
+                k.tile,
+                k.conv_backend,
+                k.dtype,
+                shape(*w, *h),
+            ) else {
                 continue;
             };
             let line = reserve_bytes(centi, s.base_mib, x).unwrap_or(0);
@@ -248,7 +254,11 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     Ok(p)
                                         if matches!(
                                             p.rule,
-                                            Rule::FittedLine | Rule::CarriedLine | Rule::AnyOsLine | Rule::DerivedTile
+                                            Rule::FittedLine
+                                                | Rule::CarriedLine
+                                                | Rule::AnyOsLine
+                                                | Rule::DerivedTile
+                                                | Rule::MeasuredCap
                                         ) =>
                                     {
                                         false
