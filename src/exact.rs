@@ -333,6 +333,14 @@ pub fn pixels(width: u64, height: u64, batch: u64) -> Option<u64> {
     width.checked_mul(height).and_then(|p| p.checked_mul(batch)).filter(|p| *p <= MAX_PIXELS)
 }
 
+/// `pixels × frames`, a clip's pixel-frames, or None past [`MAX_PIXELS`]:
+/// the bound an image's pixels have, held by a clip too, so its working set
+/// and its clip copies stay inside what the pricer computes. The one place
+/// a point's or a query's clip is bounded (ingest refuses past it).
+pub fn pixel_frames(pixels: u64, frames: u64) -> Option<u64> {
+    pixels.checked_mul(frames).filter(|x| *x <= MAX_PIXELS)
+}
+
 /// Decimal MiB to whole bytes, rounding **up** (docs/DESIGN.md, "The measurement CSV").
 ///
 /// In integers (`ceil(digits × 2^20 / 10^places)`) where the product fits

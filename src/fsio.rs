@@ -62,8 +62,54 @@ pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> st
     let path = &write_target(path)?;
     let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
+    replace_entry(path, fill)
+}
+
+/// Writes `bytes` to `folder/rel` and never outside `folder`: a folder
+/// output (`plot --out`, `report --out`) is written where the user chose,
+/// whatever links someone planted in it. Every folder on the way and the
+/// file's own name must not be a symbolic link (refused, naming it, before
+/// anything is written there); missing folders are created one by one
+/// without following anything; the file is made through a temporary file
+/// created exclusively beside it and a rename, which replaces a directory
+/// entry and never writes through one. `rel` holds plain names only.
+pub fn write_in(folder: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
+    use std::path::Component;
+    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        anyhow::bail!("{}: not a plain name inside the output folder", rel.display());
+    }
+    fs::create_dir_all(folder).with_context(|| format!("cannot create folder {}", folder.display()))?;
+    let mut at = folder.to_path_buf();
+    let names: Vec<_> = rel.components().collect();
+    for (i, c) in names.iter().enumerate() {
+        at.push(c.as_os_str());
+        let last = i + 1 == names.len();
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+                "{}: a symbolic link where vramfit writes {}: refused (a folder output never follows a link inside \
+                 its folder); remove it or choose another --out",
+                at.display(),
+                if last { "a file" } else { "a folder" }
+            ),
+            Ok(m) if !last && !m.is_dir() => anyhow::bail!("{}: not a folder", at.display()),
+            Ok(m) if last && !m.is_file() => anyhow::bail!("{}: not a regular file", at.display()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !last => {
+                fs::create_dir(&at).with_context(|| format!("cannot create folder {}", at.display()))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", at.display())),
+        }
+    }
+    replace_entry(&at, &mut |w| w.write_all(bytes))
+}
+
+/// The temporary file and rename of [`write_atomic_with`], on `path` as it
+/// is (no link resolved: the caller has checked there is none).
+fn replace_entry(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let dir = folder_of(path);
     let tmp: PathBuf = dir.join(format!("{}{}", tmp_prefix(path), unpredictable_suffix()));
-    let keep = fs::metadata(path).ok().map(|m| m.permissions());
+    let keep = fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.permissions());
     let result = (|| -> Result<()> {
         let f = fs::OpenOptions::new()
             .write(true)
@@ -291,9 +337,11 @@ pub fn read_hashed<T>(
     path: &Path,
     read: impl FnOnce(&mut dyn std::io::BufRead, u64) -> Result<T>,
 ) -> Result<(T, String)> {
-    let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < SMALL {
+    let file = Bounded::open(path, STORE_LIMIT)?;
+    let meta = file.inner.metadata().ok();
+    let len = meta.as_ref().map_or(0, |m| m.len());
+    // A device or a pipe says 0 bytes: streamed, so a bad first line ends it.
+    if len < SMALL && meta.is_some_and(|m| m.is_file()) {
         // A small file is read whole and hashed here: a thread would cost
         // more than the hash.
         let mut bytes = Vec::with_capacity(len as usize);
@@ -316,7 +364,8 @@ pub fn read_hashed<T>(
         });
         let mut r = std::io::BufReader::with_capacity(1 << 20, Tee { inner: file, tx, back });
         let result = read(&mut r, len);
-        let rest = std::io::copy(&mut r, &mut std::io::sink());
+        // The tag is of the whole file; a file `read` refused is not read on.
+        let rest = if result.is_ok() { std::io::copy(&mut r, &mut std::io::sink()).map(|_| ()) } else { Ok(()) };
         drop(r);
         let digest = hasher.join().map_err(|_| anyhow::anyhow!("{}: the hashing thread failed", path.display()))?;
         rest.with_context(|| format!("{}: cannot read file", path.display()))?;
@@ -326,8 +375,8 @@ pub fn read_hashed<T>(
 
 /// Reads a file as a stream, not hashing it: what `read` returns.
 pub fn read_streamed<T>(path: &Path, read: impl FnOnce(&mut dyn std::io::BufRead, u64) -> Result<T>) -> Result<T> {
-    let file = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let file = Bounded::open(path, STORE_LIMIT)?;
+    let len = file.inner.metadata().map(|m| m.len()).unwrap_or(0);
     read(&mut std::io::BufReader::with_capacity(1 << 20, file), len)
 }
 
@@ -337,7 +386,7 @@ pub const SMALL: u64 = 1 << 20;
 
 /// A reader that hands a copy of every byte it reads to the hashing thread.
 struct Tee {
-    inner: fs::File,
+    inner: Bounded,
     tx: std::sync::mpsc::SyncSender<Vec<u8>>,
     back: std::sync::mpsc::Receiver<Vec<u8>>,
 }
@@ -360,9 +409,55 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads a file as UTF-8 text, naming the file on failure.
+/// The largest text input read whole (a coefficients file or a policy;
+/// the shipped ones are tens of KiB): past it, reading stops with an error.
+pub const TEXT_LIMIT: u64 = 64 << 20;
+
+/// The largest points store read (as a measurement CSV): 4 GiB.
+pub const STORE_LIMIT: u64 = 4 << 30;
+
+/// A file that stops with an error past `limit` bytes: no input is read
+/// without end (a link to `/dev/zero`, a device, a runaway file).
+struct Bounded {
+    inner: fs::File,
+    left: u64,
+    limit: u64,
+    path: PathBuf,
+}
+
+impl Bounded {
+    fn open(path: &Path, limit: u64) -> Result<Bounded> {
+        let inner = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+        Ok(Bounded { inner, left: limit, limit, path: path.to_path_buf() })
+    }
+}
+
+impl std::io::Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One byte more says whether the file goes on.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("larger than {} bytes: refused (is {} the file meant?)", self.limit, self.path.display()),
+                )),
+            };
+        }
+        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads a file as UTF-8 text (at most [`TEXT_LIMIT`] bytes), naming the
+/// file on failure.
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = fs::read(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut Bounded::open(path, TEXT_LIMIT)?, &mut bytes)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read file: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8 text ({e})", path.display()))
 }
 

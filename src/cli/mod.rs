@@ -67,11 +67,20 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let (mut out, mut err) = (streams::Checked::new(out), streams::Checked::new(err));
-    let code = run_checked(args, env, terminal, &mut out, &mut err);
-    streams::settle(code, &mut out, &mut err)
+    let wrote = std::cell::RefCell::new(Vec::new());
+    let code = run_checked(args, env, terminal, &mut out, &mut err, &wrote);
+    let wrote = wrote.into_inner();
+    streams::settle(code, &mut out, &mut err, &wrote)
 }
 
-fn run_checked<I, T>(args: I, env: &EnvSnapshot, terminal: &Terminal, out: &mut dyn Write, err: &mut dyn Write) -> u8
+fn run_checked<I, T>(
+    args: I,
+    env: &EnvSnapshot,
+    terminal: &Terminal,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    wrote: &std::cell::RefCell<Vec<String>>,
+) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -100,7 +109,7 @@ where
     // A bar on standard error only when that is a terminal.
     let progress: Box<dyn crate::progress::Progress> =
         if terminal.stderr_is_terminal { Box::new(bar::Bar::new()) } else { Box::new(crate::progress::Silent) };
-    let streams = Streams { color: color_err, progress: progress.as_ref() };
+    let streams = Streams { color: color_err, progress: progress.as_ref(), wrote };
     let github = matches!(cli.format, FormatArg::Github);
     match crate::report::with_style(terminal.table_style(), || run(cli, env, &streams, out, err)) {
         Ok(code) => code,
@@ -175,6 +184,8 @@ struct Streams<'a> {
     color: bool,
     /// Where long work reports how far it has got.
     progress: &'a dyn crate::progress::Progress,
+    /// The files the command wrote (`Outcome::wrote`), for the exit code.
+    wrote: &'a std::cell::RefCell<Vec<String>>,
 }
 
 /// Where and how a command's outcome is shown.
@@ -187,12 +198,15 @@ struct Showing<'a> {
     color: bool,
     out: &'a mut dyn Write,
     err: &'a mut dyn Write,
+    /// Where the files the command wrote are recorded.
+    wrote: &'a std::cell::RefCell<Vec<String>>,
 }
 
 impl Showing<'_> {
     /// Writes the answer and the notes around it, frees a large result off
     /// this thread, and says what was found.
     fn show<R: Report + Send + 'static>(&mut self, o: Outcome<R>) -> anyhow::Result<Found> {
+        self.wrote.borrow_mut().extend(o.wrote.iter().cloned());
         let text = report::render(&o.result, self.format, self.name)?;
         for note in &o.notes {
             if let Note::Warning(w) = note {
@@ -242,7 +256,7 @@ fn run_command(
     let explicit_root = cli.root.clone();
     let root = cli.root.unwrap_or_else(|| PathBuf::from("."));
     let progress = streams.progress;
-    let mut s = Showing { format, name, color: streams.color, out, err };
+    let mut s = Showing { format, name, color: streams.color, out, err, wrote: streams.wrote };
     match cli.command {
         Command::Ingest(a) => s.show(commands::ingest::run(&root, &ingest_options(a)?, progress)?),
         Command::Fit => s.show(commands::fit::run(&root)?),

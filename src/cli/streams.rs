@@ -48,29 +48,34 @@ impl Write for Checked<'_> {
     }
 }
 
-/// The exit code once both streams are flushed: a failed write is exit 2,
-/// said on whichever stream still works (a reader that closed the pipe on
-/// purpose, `| head`, gets no message, only the code).
-pub(super) fn settle(code: u8, out: &mut Checked, err: &mut Checked) -> u8 {
+/// The exit code once both streams are flushed: a failed write is exit 2
+/// when the command wrote no file, said on whichever stream still works (a
+/// reader that closed the pipe on purpose, `| head`, gets no message, only
+/// the code). When it did write (`wrote`: `ingest`, `emit`, `plot`,
+/// `report`), exit 2 would claim nothing was written: the code is 1 and the
+/// message names what was written.
+pub(super) fn settle(code: u8, out: &mut Checked, err: &mut Checked, wrote: &[String]) -> u8 {
     let _ = out.flush();
     let _ = err.flush();
     let said = |e: &std::io::Error| e.kind() != ErrorKind::BrokenPipe;
+    let written = if wrote.is_empty() { String::new() } else { format!(" (written: {})", wrote.join(", ")) };
+    let failed_code = if wrote.is_empty() { super::EXIT_INPUT } else { super::EXIT_FINDINGS };
     match (&out.failed, &err.failed) {
         (None, None) => code,
         (Some(e), None) => {
-            if said(e) {
-                let text = format!("error: cannot write to standard output: {e}\n");
+            if said(e) || !wrote.is_empty() {
+                let text = format!("error: cannot write to standard output: {e}{written}\n");
                 err.last_words(&text);
             }
-            super::EXIT_INPUT
+            failed_code
         }
         (None, Some(e)) => {
-            if said(e) {
-                let text = format!("error: cannot write to standard error: {e}\n");
+            if said(e) || !wrote.is_empty() {
+                let text = format!("error: cannot write to standard error: {e}{written}\n");
                 out.last_words(&text);
             }
-            super::EXIT_INPUT
+            failed_code
         }
-        (Some(_), Some(_)) => super::EXIT_INPUT,
+        (Some(_), Some(_)) => failed_code,
     }
 }

@@ -99,7 +99,8 @@ pub fn read_rows(
 pub fn run(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<super::Outcome<IngestReport>> {
     let r = ingest(root, opts, progress)?;
     let found = super::Found::when(opts.check && !r.up_to_date, super::Found::OutOfDate);
-    Ok(super::Outcome::of(r).found(found))
+    let wrote = if r.written { vec![r.store.clone()] } else { Vec::new() };
+    Ok(super::Outcome::of(r).found(found).wrote(wrote))
 }
 
 fn ingest(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {

@@ -81,17 +81,25 @@ pub struct Outcome<R> {
     /// How many items the result holds: a large result is freed on a thread
     /// of its own after the answer is written (`par::drop_later`).
     pub weight: usize,
+    /// The files it wrote (shown): when its answer then cannot be printed,
+    /// the exit code and the message say these were written.
+    pub wrote: Vec<String>,
 }
 
 impl<R> Outcome<R> {
     /// A result that found nothing, says nothing and is small.
     pub fn of(result: R) -> Outcome<R> {
-        Outcome { result, found: Found::Nothing, notes: Vec::new(), weight: 0 }
+        Outcome { result, found: Found::Nothing, notes: Vec::new(), weight: 0, wrote: Vec::new() }
     }
 
     /// The same, having found `found`.
     pub fn found(self, found: Found) -> Outcome<R> {
         Outcome { found, ..self }
+    }
+
+    /// The same, having written these files.
+    pub fn wrote(self, wrote: Vec<String>) -> Outcome<R> {
+        Outcome { wrote, ..self }
     }
 
     /// The same, holding `weight` items.
@@ -155,15 +163,18 @@ fn or_local_copy<T>(source: &CoefficientSource, result: Result<T>) -> Result<T> 
 
 /// Writes a folder of files, each atomically (a reader sees the old file
 /// or the new one).
-fn write_files(dir: &Path, files: &[OutFile]) -> Result<()> {
+/// Writes files into `sub` of the chosen folder `out` (`sub` empty: `out`
+/// itself), never through a link (`fsio::write_in`).
+fn write_files(out: &Path, sub: &Path, files: &[OutFile]) -> Result<()> {
     for f in files {
-        crate::fsio::write_atomic(&dir.join(&f.name), &f.bytes)?;
+        crate::fsio::write_in(out, &sub.join(&f.name), &f.bytes)?;
     }
     Ok(())
 }
 
-/// Writes drawn plots into `dir` and says what was written.
-fn write_plots(dir: &Path, drawn: Drawn) -> Result<PlotReport> {
-    write_files(dir, &drawn.files)?;
-    Ok(PlotReport { out: crate::fsio::shown(dir), index: crate::fsio::shown(&dir.join(INDEX)), files: drawn.plots })
+/// Writes drawn plots into `sub` of the chosen folder `out` and says what was written.
+fn write_plots(out: &Path, sub: &Path, drawn: Drawn) -> Result<PlotReport> {
+    write_files(out, sub, &drawn.files)?;
+    let dir = out.join(sub);
+    Ok(PlotReport { out: crate::fsio::shown(&dir), index: crate::fsio::shown(&dir.join(INDEX)), files: drawn.plots })
 }

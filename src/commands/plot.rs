@@ -8,5 +8,7 @@ use std::path::Path;
 /// `out`: the folder the plots are written into.
 pub fn run(root: &Path, out: &Path) -> Result<Outcome<PlotReport>> {
     let drawn = crate::report::plot::draw(&crate::plot::of_root(root)?)?;
-    Ok(Outcome::of(super::write_plots(out, drawn)?))
+    let r = super::write_plots(out, Path::new(""), drawn)?;
+    let wrote = vec![r.out.clone()];
+    Ok(Outcome::of(r).wrote(wrote))
 }

@@ -25,9 +25,9 @@ pub fn run(
     let drawn = crate::report::plot::draw(&bundle.plots)?;
     let inline = bundle.inline(opts.bundle.all);
     let markdown = crate::report::bundle::markdown(&bundle, &drawn.plots, &inline);
-    let plots = super::write_plots(&opts.out.join(PLOTS), drawn)?;
+    let plots = super::write_plots(&opts.out, Path::new(PLOTS), drawn)?;
     let file = opts.out.join(FILE);
-    crate::fsio::write_atomic(&file, markdown.as_bytes())?;
+    crate::fsio::write_in(&opts.out, Path::new(FILE), markdown.as_bytes())?;
     let r = BundleReport {
         file: crate::fsio::shown(&file),
         verify_ok: bundle.verify.ok,
@@ -36,5 +36,6 @@ pub fn run(
         plots,
     };
     let found = Found::when(!r.verify_ok, Found::Findings);
-    Ok(Outcome::of(r).found(found))
+    let wrote = vec![r.file.clone(), r.plots.out.clone()];
+    Ok(Outcome::of(r).found(found).wrote(wrote))
 }

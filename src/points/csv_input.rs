@@ -427,7 +427,8 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
         bail!(
             "{file}:{line}: {field}: missing column{} {}; required: {}, `vae` (a family) or `model` (a registered \
              model name), and at least one demand column ({}); optional: `os` (empty: any), `tile` (0), `batch` (1), \
-             `id`, `device`, `torch`, `loaded_dtype`, `run`, `runs`, `aggregate`, `context`, `note`",
+             `frames` (1), `temporal_tile` (0), `id`, `device`, `torch`, `loaded_dtype`, `run`, `runs`, `aggregate`, \
+             `context`, `note`",
             if missing.len() > 1 { "s" } else { "" },
             names.join(", "),
             required.join(", "),

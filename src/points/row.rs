@@ -247,6 +247,12 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
     let pixels = crate::exact::pixels(width, height, batch)
         .ok_or_else(|| fail(Col::Width, format!("width × height × batch exceeds {MAX_PIXELS} pixels")))?;
     let frames = positive(Col::Frames, Some(1))?;
+    crate::exact::pixel_frames(pixels, frames).ok_or_else(|| {
+        fail(
+            Col::Frames,
+            format!("width × height × frames × batch exceeds {MAX_PIXELS} pixel-frames: too large to price"),
+        )
+    })?;
     let temporal_tile = match get(Col::TemporalTile) {
         None => 0,
         Some(v) if v.bytes().all(|b| b.is_ascii_digit()) => {

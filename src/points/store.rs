@@ -135,6 +135,8 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
         && p.height > 0
         && p.batch > 0
         && crate::exact::pixels(p.width, p.height, p.batch) == Some(p.pixels)
+        && p.frames > 0
+        && crate::exact::pixel_frames(p.pixels, p.frames).is_some()
         && [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max() == Some(p.demand_bytes)
         && p.demand_bytes > 0
         && p.demand_bytes <= MAX_BYTES
@@ -167,6 +169,12 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     if pixels != Some(p.pixels) {
         let want = pixels.map(|x| x.to_string()).unwrap_or_else(|| format!("more than {MAX_PIXELS}"));
         bail!("{at}: pixels: {} but width × height × batch = {}×{}×{} = {want}", p.pixels, p.width, p.height, p.batch);
+    }
+    if p.frames == 0 {
+        bail!("{at}: frames: must be a positive integer");
+    }
+    if crate::exact::pixel_frames(p.pixels, p.frames).is_none() {
+        bail!("{at}: frames: {} × {} px exceeds {MAX_PIXELS} pixel-frames: too large to price", p.frames, p.pixels);
     }
     let largest = [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max();
     match largest {

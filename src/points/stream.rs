@@ -33,6 +33,10 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> 
     Ok(read(&mut text.as_bytes(), text.len() as u64, file, registry)?.0)
 }
 
+/// No line of a store is longer (a point's fields are each at most 64 KiB
+/// of text and a CSV line at most 1 MiB): reading stops there.
+pub const MAX_LINE: usize = 4 << 20;
+
 /// Reads a points file as a stream. The canonical form is read line by
 /// line, one point a line, and never held whole; an older store (the
 /// pretty-printed first format) is read whole.
@@ -40,7 +44,15 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> 
 /// 10^6 points are never copied to a larger list as it grows.
 pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> Result<(Vec<Point>, Form)> {
     let mut first = Vec::new();
-    r.read_until(b'\n', &mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    // The first line is a fixed header: a file that is not a store (a link
+    // to /dev/zero) is told apart without reading on.
+    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
+    std::io::Read::take(&mut *r, limit)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+    if first.len() >= MAX_LINE && !first.ends_with(b"\n") {
+        bail!("{file}:1: a line over {MAX_LINE} bytes: not a points file");
+    }
     if first.strip_suffix(b"\n") == Some(HEAD.as_bytes()) {
         let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
         return Ok((read_lines(r, len, capacity, file, registry)?, Form::Canonical));
@@ -231,7 +243,13 @@ fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMu
     let mut number = 2;
     loop {
         let start = batch.bytes.len();
-        r.read_until(b'\n', &mut batch.bytes).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+        let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
+        std::io::Read::take(&mut *r, limit)
+            .read_until(b'\n', &mut batch.bytes)
+            .map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+        if batch.bytes.len() - start >= MAX_LINE && batch.bytes.last() != Some(&b'\n') {
+            bail!("{file}:{number}: a line over {MAX_LINE} bytes: no point is that long");
+        }
         let ended = batch.bytes.pop_if(|b| *b == b'\n').is_some();
         if batch.bytes[start..] == *TAIL.as_bytes() {
             batch.bytes.truncate(start);
