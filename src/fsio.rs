@@ -74,11 +74,27 @@ pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> st
 /// created exclusively beside it and a rename, which replaces a directory
 /// entry and never writes through one. `rel` holds plain names only.
 pub fn write_in(folder: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
+    let at = walk_in(folder, rel, true)?;
+    replace_entry(&at, &mut |w| w.write_all(bytes))
+}
+
+/// Whether [`write_in`] would refuse `folder/rel` (a link on the way or at
+/// the name), checked before a command writes any of its files, so a
+/// refusal leaves the folder as it was.
+pub fn check_in(folder: &Path, rel: &Path) -> Result<()> {
+    walk_in(folder, rel, false).map(|_| ())
+}
+
+/// The walk of [`write_in`] and [`check_in`]: each name on the way, never
+/// a link; with `create`, missing folders are made.
+fn walk_in(folder: &Path, rel: &Path, create: bool) -> Result<PathBuf> {
     use std::path::Component;
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         anyhow::bail!("{}: not a plain name inside the output folder", rel.display());
     }
-    fs::create_dir_all(folder).with_context(|| format!("cannot create folder {}", folder.display()))?;
+    if create {
+        fs::create_dir_all(folder).with_context(|| format!("cannot create folder {}", folder.display()))?;
+    }
     let mut at = folder.to_path_buf();
     let names: Vec<_> = rel.components().collect();
     for (i, c) in names.iter().enumerate() {
@@ -94,14 +110,15 @@ pub fn write_in(folder: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
             Ok(m) if !last && !m.is_dir() => anyhow::bail!("{}: not a folder", at.display()),
             Ok(m) if last && !m.is_file() => anyhow::bail!("{}: not a regular file", at.display()),
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !last => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !last && create => {
                 fs::create_dir(&at).with_context(|| format!("cannot create folder {}", at.display()))?
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // Nothing there yet: nothing below it can be a link either.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(folder.join(rel)),
             Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", at.display())),
         }
     }
-    replace_entry(&at, &mut |w| w.write_all(bytes))
+    Ok(at)
 }
 
 /// The temporary file and rename of [`write_atomic_with`], on `path` as it

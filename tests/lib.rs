@@ -6,6 +6,7 @@ mod common;
 mod crossval;
 mod diff;
 mod doc_examples;
+mod edges;
 mod fit;
 mod fuzz;
 mod hand_edits;

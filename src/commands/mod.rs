@@ -167,6 +167,9 @@ fn or_local_copy<T>(source: &CoefficientSource, result: Result<T>) -> Result<T> 
 /// itself), never through a link (`fsio::write_in`).
 fn write_files(out: &Path, sub: &Path, files: &[OutFile]) -> Result<()> {
     for f in files {
+        crate::fsio::check_in(out, &sub.join(&f.name))?;
+    }
+    for f in files {
         crate::fsio::write_in(out, &sub.join(&f.name), &f.bytes)?;
     }
     Ok(())

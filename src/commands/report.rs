@@ -25,6 +25,11 @@ pub fn run(
     let drawn = crate::report::plot::draw(&bundle.plots)?;
     let inline = bundle.inline(opts.bundle.all);
     let markdown = crate::report::bundle::markdown(&bundle, &drawn.plots, &inline);
+    // Every name is checked before anything is written: a refusal writes nothing.
+    crate::fsio::check_in(&opts.out, Path::new(FILE))?;
+    for f in &drawn.files {
+        crate::fsio::check_in(&opts.out, &Path::new(PLOTS).join(&f.name))?;
+    }
     let plots = super::write_plots(&opts.out, Path::new(PLOTS), drawn)?;
     let file = opts.out.join(FILE);
     crate::fsio::write_in(&opts.out, Path::new(FILE), markdown.as_bytes())?;

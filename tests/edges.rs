@@ -1,0 +1,172 @@
+//! Trust at the edges, the inputs and the outputs: ingest refuses a point
+//! the pricer could not price; a folder output never writes through a link
+//! planted in its folder; exit 2 means nothing was written; every input
+//! file is read with a size bound.
+
+use crate::common::*;
+use std::fs;
+use std::path::Path;
+
+const HEADER: &str =
+    "id,vae,op,tile,temporal_tile,conv_backend,allocator,run_dtype,width,height,frames,batch,reserved_mib,source";
+
+/// A video row too large to price (frames past a u64, or a clip past 2^48
+/// pixel-frames) is refused with its file, line and field, exit 2, and the
+/// store is left as it was; so is a hand-edited store holding one.
+#[test]
+fn ingest_refuses_a_clip_the_pricer_cannot_price() {
+    let rows = [
+        "v-1,ltx2,decode,512,16,miopen,native,bf16,1248,704,18446744073709551615,1,3000,test",
+        "v-2,ltx2,decode,512,16,miopen,native,bf16,16777216,16777216,4294967295,1,3000,test",
+        "v-3,ltx2,decode,512,16,miopen,native,bf16,65536,65536,65537,1,3000,test",
+    ];
+    for row in rows {
+        let root = scratch_of(&fixture("video"));
+        let before = snapshot(root.path());
+        let csv = root.path().join("new.csv");
+        fs::write(&csv, format!("{HEADER}\n{row}\n")).unwrap();
+        let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&csv).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{row}: {}", stderr_of(&out));
+        let err = stderr_of(&out);
+        assert!(err.contains("new.csv:2: frames:") && err.contains("too large to price"), "{err}");
+        let mut after = snapshot(root.path());
+        after.retain(|(p, _)| !p.ends_with("new.csv"));
+        assert_eq!(before, after, "{row}: nothing written");
+    }
+    // One frame under the bound is priceable and is stored.
+    let root = scratch_of(&fixture("video"));
+    let csv = root.path().join("new.csv");
+    fs::write(&csv, format!("{HEADER}\nv-4,ltx2,decode,512,16,miopen,native,bf16,65536,65536,65536,1,3000,test\n"))
+        .unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&csv).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // A store edited by hand to hold such a point is refused on load, naming it.
+    let store = root.path().join("measurements/vae.json");
+    let text = fs::read_to_string(&store).unwrap().replace("\"frames\":65536", "\"frames\":65537");
+    fs::write(&store, text).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("verify").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("point 'v-4': frames:"), "{}", stderr_of(&out));
+}
+
+/// Links planted in the output folder: a `report.md` link to a file
+/// outside, a `plots` link to another folder, a dangling `.png` link. Each
+/// is refused by name, exit 2, and nothing is written anywhere.
+#[cfg(unix)]
+#[test]
+fn folder_outputs_never_write_through_a_planted_link() {
+    use std::os::unix::fs::symlink;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("bashrc");
+    fs::write(&victim, "keep me\n").unwrap();
+    let elsewhere = outside.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let png = {
+        let out = tempfile::tempdir().unwrap();
+        let ran = vramfit().args(["plot", "--out"]).arg(out.path()).output().unwrap();
+        assert_eq!(ran.status.code(), Some(0), "{}", stderr_of(&ran));
+        let name = fs::read_dir(out.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.ends_with(".png"))
+            .unwrap();
+        name
+    };
+    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+        ("report", Box::new(|d: &Path| symlink(&victim, d.join("report.md")).unwrap()), "report.md"),
+        ("report", Box::new(|d: &Path| symlink(&elsewhere, d.join("plots")).unwrap()), "plots"),
+        ("plot", Box::new(|d: &Path| symlink(outside.path().join("dangling.png"), d.join(&png)).unwrap()), ".png"),
+        ("plot", Box::new(|d: &Path| symlink(&victim, d.join("index.html")).unwrap()), "index.html"),
+    ];
+    for (command, plant, name) in cases {
+        let out = tempfile::tempdir().unwrap();
+        plant(out.path());
+        let before_out = listing(out.path());
+        let before_outside = listing(outside.path());
+        let ran = vramfit().arg(command).arg("--out").arg(out.path()).output().unwrap();
+        assert_eq!(ran.status.code(), Some(2), "{command} with a link at {name}: {}", stderr_of(&ran));
+        let err = stderr_of(&ran);
+        assert!(err.contains("a symbolic link") && err.contains(name), "{err}");
+        assert_eq!(before_out, listing(out.path()), "{command}/{name}: nothing written in the folder");
+        assert_eq!(before_outside, listing(outside.path()), "{command}/{name}: nothing written outside");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me\n");
+        assert!(!outside.path().join("dangling.png").exists());
+    }
+}
+
+/// Every entry under `dir` with what it holds, links not followed (a
+/// link as its target's name, a file as its bytes).
+fn listing(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                out.push((p.clone(), fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()));
+            } else if m.is_dir() {
+                out.push((p.clone(), Vec::new()));
+                todo.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A write that succeeded and an answer that could not be printed: exit 1,
+/// naming what was written (exit 2 promises nothing was). A command that
+/// writes nothing still exits 2.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_print_after_a_write_says_what_was_written() {
+    let full = || fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let bin = || std::process::Command::new(assert_cmd::cargo::cargo_bin("vramfit"));
+    let root = scratch();
+    let csv = root.path().join("new.csv");
+    fs::write(
+        &csv,
+        "id,vae,op,conv_backend,allocator,run_dtype,width,height,reserved_mib,source\n\
+         n-1,sd,decode,cudnn,native,fp16,1280,1280,4800,test\n",
+    )
+    .unwrap();
+    let ingest = bin().arg("--root").arg(root.path()).arg("ingest").arg(&csv).stdout(full()).output().unwrap();
+    assert_eq!(ingest.status.code(), Some(1), "{}", stderr_of(&ingest));
+    assert!(stderr_of(&ingest).contains("written:") && stderr_of(&ingest).contains("vae.json"));
+    assert!(fs::read_to_string(root.path().join("measurements/vae.json")).unwrap().contains("\"n-1\""));
+    let emit = bin().arg("--root").arg(root.path()).args(["emit", "--force"]).stdout(full()).output().unwrap();
+    assert_eq!(emit.status.code(), Some(1), "{}", stderr_of(&emit));
+    assert!(stderr_of(&emit).contains("written:"), "{}", stderr_of(&emit));
+    let verify = bin().arg("--root").arg(root.path()).arg("verify").stdout(full()).output().unwrap();
+    assert_eq!(verify.status.code(), Some(2));
+    assert!(!stderr_of(&verify).contains("written:"));
+}
+
+/// Every input read with a bound: the coefficients, the policy and the
+/// store as links to an endless device end at once with exit 2.
+#[cfg(unix)]
+#[test]
+fn an_endless_input_is_refused_not_read_forever() {
+    let out = vramfit()
+        .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("larger than"), "{}", stderr_of(&out));
+    for file in ["fits/policy.toml", "measurements/vae.json", "fits/vae.json"] {
+        let root = scratch();
+        let path = root.path().join(file);
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        // `points` reads no coefficients file.
+        let commands: &[&str] = if file == "fits/vae.json" { &["verify"] } else { &["verify", "points"] };
+        for command in commands {
+            let out = vramfit().arg("--root").arg(root.path()).arg(command).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{file} {command}: {}", stderr_of(&out));
+        }
+    }
+}
