@@ -85,6 +85,10 @@ impl Ratio {
         self.num < 0
     }
 
+    pub fn is_positive(&self) -> bool {
+        self.num > 0
+    }
+
     pub fn checked_add(self, o: Ratio) -> Result<Ratio, Overflow> {
         let n = self
             .num

@@ -324,13 +324,18 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
                 hi = mid - 1;
             }
         }
-        let g = lo;
+        let largest = lo;
+        // The largest group that fits sets the fewest passes, ceil(n / largest);
+        // among groupings of that many passes the lowest peak is the one with
+        // groups as even as can be (prices never fall as a group grows).
+        let passes = n.div_ceil(largest);
+        let g = n.div_ceil(passes);
         let group = price(g, tile)?;
         if g > 1 {
             // A group of one is the one-item pricing already listed.
             steps.push(PricedStep::of(StepRole::Group, g, &group, b.bytes));
         }
-        steps.push(PricedStep::of(StepRole::NextGroup, g + 1, &price(g + 1, tile)?, b.bytes));
+        steps.push(PricedStep::of(StepRole::NextGroup, largest + 1, &price(largest + 1, tile)?, b.bytes));
         let mut p = finish("vae", b, n, own.map_or(Verdict::Chunked, |_| Verdict::Tiled), Some(g));
         p.tile = own;
         p.temporal_tile = all.temporal_tile();
@@ -342,6 +347,14 @@ pub fn vae(pricer: &dyn Pricer, q: &Query, env: &EnvSnapshot, b: &Budget, tiles:
             mib(b.bytes),
             mib(group.bytes)
         ));
+        if g < largest {
+            p.reasons.push(format!(
+                "groups of up to {largest} fit, in {passes} passes; {passes} groups of at most {g} is the fewest \
+                 passes at the lowest peak ({} instead of {})",
+                mib(group.bytes),
+                mib(price(largest, tile)?.bytes)
+            ));
+        }
         return Ok(with_steps(p, steps));
     }
     if n > 1 {

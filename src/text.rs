@@ -246,3 +246,34 @@ mod tests {
         assert!(std::mem::size_of::<crate::points::Point>() <= 224, "{}", std::mem::size_of::<crate::points::Point>());
     }
 }
+
+/// Whether `c` is an invisible format character (Unicode category Cf:
+/// bidirectional overrides, isolates and marks, zero-width characters, the
+/// byte order mark, tags): text that reads one way and is another, so no
+/// value a user writes may hold one, like a control character.
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}

@@ -170,3 +170,130 @@ fn an_endless_input_is_refused_not_read_forever() {
         }
     }
 }
+
+/// Invisible format characters (a right-to-left override, a zero-width
+/// space, a byte order mark inside text) are refused like control
+/// characters: in a policy string (written or as a TOML escape) and in a
+/// CSV field.
+#[test]
+fn format_characters_are_refused_like_control_characters() {
+    for (written, shown) in
+        [("\u{202E}", "U+202E"), ("\\u202E", "U+202E"), ("\\u200B", "U+200B"), ("\\u2066", "U+2066")]
+    {
+        let root = scratch();
+        let policy = root.path().join("fits/policy.toml");
+        let text = fs::read_to_string(&policy).unwrap();
+        fs::write(
+            &policy,
+            format!(
+                "{text}\n[[exception]]\nid = \"i7785061-sd15-decode-fp16-512x512\"\nreason = \"fine {written}enif\"\n"
+            ),
+        )
+        .unwrap();
+        for cmd in ["fit", "emit", "verify"] {
+            let out = vramfit().arg("--root").arg(root.path()).arg(cmd).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{cmd} {shown}");
+            let err = stderr_of(&out);
+            assert!(err.contains("exception.reason: an invisible format character"), "{cmd}: {err}");
+            let code = shown.trim_start_matches("U+").to_lowercase();
+            assert!(err.contains(&format!("\\u{{{code}}}")), "{err}");
+        }
+    }
+    let root = scratch();
+    let csv = root.path().join("new.csv");
+    fs::write(
+        &csv,
+        "id,vae,op,conv_backend,allocator,run_dtype,width,height,reserved_mib,source\n\
+         n-1,sd,decode,cudnn,native,fp16,1280,1280,4800,made \u{202E}up\n",
+    )
+    .unwrap();
+    let before = snapshot(&root.path().join("measurements"));
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&csv).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("new.csv:2: source:"), "{}", stderr_of(&out));
+    assert_eq!(before, snapshot(&root.path().join("measurements")));
+}
+
+/// A `bytes_per_score` of 0 or less would silently remove the attention
+/// phase: refused in the policy (fit, emit, verify) and in a coefficients
+/// file edited by hand (reserve).
+#[test]
+fn a_zero_or_negative_bytes_per_score_is_refused() {
+    for value in ["0", "-1", "0.000"] {
+        let root = scratch();
+        let policy = root.path().join("fits/policy.toml");
+        let text = fs::read_to_string(&policy).unwrap();
+        let at = text.find("bytes_per_score = \"").unwrap();
+        let end = at + text[at..].find('\n').unwrap();
+        fs::write(&policy, format!("{}bytes_per_score = \"{value}\"{}", &text[..at], &text[end..])).unwrap();
+        for cmd in ["fit", "emit", "verify"] {
+            let out = vramfit().arg("--root").arg(root.path()).arg(cmd).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{cmd} {value}: {}", stdout_of(&out));
+            // A negative number is already refused as one; 0 by its meaning.
+            let want = if value.starts_with('-') {
+                "bytes_per_score: expected a non-negative"
+            } else {
+                "bytes_per_score: more than 0"
+            };
+            assert!(stderr_of(&out).contains(want), "{cmd}: {}", stderr_of(&out));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vae.json");
+    let shipped = fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let at = shipped.find("\"bytes_per_score\": \"").unwrap();
+    let end = at + shipped[at..].find(',').unwrap();
+    fs::write(&file, format!("{}\"bytes_per_score\": \"0\"{}", &shipped[..at], &shipped[end..])).unwrap();
+    let out = vramfit()
+        .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--backend", "miopen", "--coefficients"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("bytes_per_score: more than 0"), "{}", stderr_of(&out));
+}
+
+/// A family whose decoder runs every frame at once (mochi) takes no
+/// temporal tile: refused in a query and in a CSV row, as a causal one is.
+#[test]
+fn a_temporal_tile_is_refused_where_the_walk_has_none() {
+    let out = vramfit()
+        .args(["reserve", "mochi", "decode", "848x480", "--frames", "31", "--temporal-tile", "8", "--dtype", "bf16"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("decodes every frame at once and takes no temporal tile"), "{}", stderr_of(&out));
+    // 0 (every frame at once) is what it does: accepted.
+    let out = vramfit()
+        .args(["reserve", "mochi", "decode", "848x480", "--frames", "31", "--temporal-tile", "0", "--dtype", "bf16"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let root = scratch_of(&fixture("docs"));
+    let csv = root.path().join("new.csv");
+    fs::write(&csv, format!("{HEADER}\nm-1,mochi,decode,0,8,cudnn,native,bf16,848,480,31,1,9000,test\n")).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&csv).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("new.csv:2: temporal_tile:"), "{}", stderr_of(&out));
+}
+
+/// A declared mid-block attention is priced on every path of its family:
+/// Wan 2.1 (a video family) on a math-kernel platform takes the attention
+/// phase of one latent frame, as an image family of the same shape does.
+#[test]
+fn a_video_familys_attention_is_priced_on_the_video_path() {
+    let price = |model: &str| {
+        let out = vramfit()
+            .args(["--format", "json", "reserve", model, "decode", "2048x2048", "--dtype", "fp16"])
+            .args(["--backend", "miopen", "--os", "linux"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        json_of(&out)
+    };
+    let (wan, qwen) = (price("wan"), price("qwen-image"));
+    assert_eq!(wan["rule"], "attention-phase", "{wan}");
+    // One latent frame of Wan's causal step: the same S² scores as the image family's.
+    assert_eq!(wan["attention"]["sequence"], qwen["attention"]["sequence"]);
+    assert_eq!(wan["attention"]["score_bytes"], qwen["attention"]["score_bytes"]);
+}

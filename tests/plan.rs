@@ -57,20 +57,20 @@ fn full_when_the_whole_batch_fits() {
 fn chunked_with_the_largest_group_that_fits_and_reserve_agrees() {
     let args = ["sdxl", "decode", "1024x1024", "--batch", "16", "--dtype", "fp16", "--os", "linux", "--free", "24GiB"];
     let j = plan_ok(&args);
-    // floor((24 GiB − 36 MiB) / 4 668 260 352) = 5.
+    // floor((24 GiB − 36 MiB) / 4 668 260 352) = 5 fit: 4 passes, so 4 groups of 4.
     assert_eq!(j["verdict"], "chunked");
-    assert_eq!(j["group_size"], 5);
+    assert_eq!(j["group_size"], 4);
     assert_eq!(j["groups"], 4);
-    assert_eq!(j["boundaries"], serde_json::json!([[0, 5], [15, 16]]));
-    assert_eq!(j["peak_bytes"], 5 * SDXL_FP16_1024_ITEM + SDXL_FP16_BASE);
+    assert_eq!(j["boundaries"], serde_json::json!([[0, 4], [12, 16]]));
+    assert_eq!(j["peak_bytes"], 4 * SDXL_FP16_1024_ITEM + SDXL_FP16_BASE);
     let base = ["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"];
     let at = |b: &str| {
         let mut a = base.to_vec();
         a.extend(["--batch", b]);
         reserve_bytes(&a)
     };
-    assert_eq!(j["peak_bytes"].as_u64().unwrap(), at("5"), "plan and reserve agree for a group");
-    assert!(at("6") > 24 * GIB, "one more would not fit");
+    assert_eq!(j["peak_bytes"].as_u64().unwrap(), at("4"), "plan and reserve agree for a group");
+    assert!(at("5") <= 24 * GIB && at("6") > 24 * GIB, "5 is the largest group that fits");
 }
 
 #[test]
@@ -426,4 +426,44 @@ fn plan_rows_are_unambiguous() {
             assert_eq!(distinct.len(), labels.len(), "{batch} in {free}: {text}");
         }
     }
+}
+
+/// A chunked plan runs the fewest passes the budget allows, at the lowest
+/// peak among groupings of that many passes: groups as even as can be
+/// (8 items where 5 fit run as 4 + 4, not 5 + 3), and says why.
+#[test]
+fn chunks_are_the_fewest_passes_at_the_lowest_peak() {
+    let price = |batch: u64| {
+        let b = batch.to_string();
+        reserve_bytes(&["sdxl", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux", "--batch", &b])
+    };
+    let mut checked = 0;
+    for n in 2u64..=13 {
+        for free_gib in [9u64, 14, 19, 24, 40] {
+            let (nt, free) = (n.to_string(), format!("{free_gib}GiB"));
+            let args =
+                ["sdxl", "decode", "1024x1024", "--batch", &nt, "--dtype", "fp16", "--os", "linux", "--free", &free];
+            let (_, j, _) = plan(&args);
+            if j["verdict"] != "chunked" {
+                continue;
+            }
+            let budget = free_gib << 30;
+            let largest = (1..=n).take_while(|g| price(*g) <= budget).last().unwrap();
+            let passes = n.div_ceil(largest);
+            let g = j["group_size"].as_u64().unwrap();
+            assert_eq!(n.div_ceil(g), passes, "{n} items, {free}: the fewest passes");
+            assert_eq!(g, n.div_ceil(passes), "{n} items, {free}: the most even groups of {passes} passes");
+            assert_eq!(j["peak_bytes"].as_u64(), Some(price(g)));
+            // No grouping of as few passes peaks lower: its largest group is at least ceil(n / passes).
+            assert!((1..g).all(|smaller| n.div_ceil(smaller) > passes));
+            if g < largest {
+                assert!(j["reasons"].to_string().contains("lowest peak"), "{j}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "{checked}");
+    let (_, j, _) =
+        plan(&["sdxl", "decode", "1024x1024", "--batch", "8", "--dtype", "fp16", "--os", "linux", "--free", "24GiB"]);
+    assert_eq!(j["group_size"], 4, "{j}");
 }

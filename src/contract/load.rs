@@ -123,6 +123,12 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
             bail!("{file}: tiling.hosts.{name}.copies: a count of copies is at least 0");
         }
     }
+    if let Some(p) = f.attention.iter().flat_map(|a| &a.platforms).find(|p| !p.bytes_per_score.is_positive()) {
+        bail!(
+            "{file}: attention.platforms[{}].bytes_per_score: more than 0 (0 would silently remove the phase)",
+            p.conv_backend
+        );
+    }
     let mut names = std::collections::BTreeMap::new();
     for (family, entry) in &f.registry {
         for name in std::iter::once(family).chain(&entry.models) {

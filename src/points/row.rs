@@ -463,9 +463,9 @@ pub fn field_problem(value: &str) -> Option<String> {
     if value.len() > MAX_FIELD_BYTES {
         return Some(format!("{} bytes, more than a field may hold ({MAX_FIELD_BYTES})", value.len()));
     }
-    value.chars().find(|c| c.is_control() && *c != '\t').map(|c| {
+    value.chars().find(|c| (c.is_control() && *c != '\t') || crate::text::is_format_char(*c)).map(|c| {
         format!(
-            "a control character ({}) in '{}': not accepted in any field",
+            "a control character ({}) in '{}': not accepted in any field (nor an invisible format character)",
             c.escape_unicode(),
             crate::text::escaped(value, 80)
         )

@@ -66,7 +66,15 @@ pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
 /// `fits/vae.json` and shown by `reserve`, `fit` and the reports.
 fn no_control_characters(v: &Value, file: &str, at: &str) -> Result<()> {
     match v {
-        Value::String(s) => match s.chars().find(|c| c.is_control() && *c != '\t' && *c != '\n') {
+        Value::String(s) => match s
+            .chars()
+            .find(|c| (c.is_control() && *c != '\t' && *c != '\n') || crate::text::is_format_char(*c))
+        {
+            Some(c) if crate::text::is_format_char(c) => bail!(
+                "{file}: {at}: an invisible format character ({}, e.g. a right-to-left override) in a string: not \
+                 accepted",
+                c.escape_unicode()
+            ),
             Some(c) => bail!("{file}: {at}: a control character ({}) in a string: not accepted", c.escape_unicode()),
             None => Ok(()),
         },
@@ -244,6 +252,12 @@ impl Parser<'_> {
             }
             let bytes_per_score =
                 self.number(p, "bytes_per_score", &at)?.ok_or_else(|| self.err(&at, "missing bytes_per_score"))?;
+            if !bytes_per_score.is_positive() {
+                bail!(self.err(
+                    &at,
+                    "bytes_per_score: more than 0 (a math kernel holds its scores; 0 would silently remove the phase)"
+                ));
+            }
             if bytes_per_score.den() > 1_000_000
                 || bytes_per_score.cmp_exact(&Ratio::int(1000))? == std::cmp::Ordering::Greater
             {
