@@ -78,6 +78,10 @@ macro_rules! vocabulary {
         vocabulary!(@base $(#[$doc])* $name, $what, { $($variant => $canon),+ });
 
         impl $name {
+            /// Every spelling accepted, canonical ones and aliases (what the
+            /// Python package's vocabularies are held to).
+            pub const SPELLINGS: &'static [&'static str] = &[$($canon $(, $alias)*),+];
+
             /// The canonical spellings joined for an error message.
             pub fn accepted() -> String {
                 let all: &[&str] = &[$($canon),+];

@@ -20,6 +20,7 @@ mod points;
 mod provenance;
 mod public_data;
 mod python_package;
+mod refusals;
 mod report;
 mod reserve;
 mod scale;

@@ -453,7 +453,7 @@ print(json.dumps(out))
     assert_eq!(got[2], json!([77, "cap-unknown-free"]));
     assert_eq!(got[3], json!([899, "share"]), "0.9 × 999 = 899.1 rounds down, read as the decimal 0.9");
     assert_eq!(got[4], json!([12_884_901, "share"]));
-    for (i, words) in [(5, "no cap"), (6, "greater than 0"), (7, "at most 1"), (8, "free=0")] {
+    for (i, words) in [(5, "no --cap"), (6, "greater than 0"), (7, "at most 1"), (8, "--free 0")] {
         assert!(got[i].as_str().unwrap().contains(words), "{}", got[i]);
     }
     // The same figure from `vramfit plan` (the CLI's budget).

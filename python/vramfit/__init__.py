@@ -103,11 +103,28 @@ _ORDER = {
 }
 
 
+# Rust's `char::is_whitespace` (Unicode White_Space): what `trim` strips there. Python's `str.strip` also strips
+# U+001C..U+001F, which Rust keeps, so a name padded with them would be read differently.
+_WHITE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+         "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _trim(text):
+    """``text`` trimmed as vramfit (Rust's ``str::trim``) trims it."""
+    return text.strip(_WHITE)
+
+
+def _fold(text):
+    """ASCII lower case, as vramfit compares names (``eq_ignore_ascii_case``): a non-ASCII letter that Python
+    would lower to an ASCII one (the Kelvin sign to ``k``) stays itself."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
 def _spelling(what, table, given):
     """The canonical spelling of ``given`` (``torch.float16`` objects too)."""
-    text = str(given).strip()
+    text = _trim(str(given))
     for canon, aliases in table:
-        if text.lower() == canon.lower() or any(text.lower() == a.lower() for a in aliases):
+        if _fold(text) == _fold(canon) or any(_fold(text) == _fold(a) for a in aliases):
             return canon
     accepted = ", ".join(c for c, _ in table)
     raise ValueError("unknown %s '%s' (accepted: %s)" % (what, text, accepted))
@@ -124,7 +141,7 @@ def allocator_of_conf(conf):
         if ":" not in part:
             continue
         k, v = part.split(":", 1)
-        k, v = k.strip(), v.strip().lower()
+        k, v = _trim(k), _fold(_trim(v))
         if k == "backend" and v == "cudamallocasync":
             backend_async = True
         elif k == "expandable_segments" and v == "true":
@@ -139,20 +156,20 @@ def allocator_of_conf(conf):
 
 
 def _allocator(given):
-    text = "".join(str(given).split())
+    text = "".join(c for c in str(given) if c not in _WHITE)
     for a in _ALLOCATORS:
-        if text.lower() == a.lower():
+        if _fold(text) == _fold(a):
             return a
-    if text.lower() == "expandable-segments":
+    if _fold(text) == "expandable-segments":
         return "expandable_segments"
-    if text.lower() == "backend:native":
+    if _fold(text) == "backend:native":
         return "native"
     found = allocator_of_conf(text)
     if found is None:
         raise ValueError(
             "unknown allocator '%s' (accepted: native, cudaMallocAsync, expandable_segments (also "
             "PYTORCH_CUDA_ALLOC_CONF forms: backend:native, backend:cudaMallocAsync, "
-            "expandable_segments:True, expandable_segments:False))" % str(given).strip()
+            "expandable_segments:True, expandable_segments:False))" % _trim(str(given))
         )
     return found
 
@@ -409,10 +426,10 @@ class Coefficients:
     # -- the query's key ----------------------------------------------------
 
     def family(self, name):
-        wanted = str(name).strip().lower()
+        wanted = _fold(_trim(str(name)))
         for fam in self.families:
             entry = self.registry[fam]
-            if fam.lower() == wanted or any(m.lower() == wanted for m in entry.get("models", [])):
+            if _fold(fam) == wanted or any(_fold(m) == wanted for m in entry.get("models", [])):
                 return fam
         known = ", ".join(
             f if not self.registry[f].get("models") else "%s (%s)" % (f, ", ".join(self.registry[f]["models"]))
@@ -470,7 +487,7 @@ class Coefficients:
             if host is not None:
                 raise ValueError("--host %s: these coefficients declare no tiling hosts" % host)
             return None
-        name = t["default_host"] if host is None else str(host).strip()
+        name = t["default_host"] if host is None else _trim(str(host))
         if name not in t["hosts"]:
             raise ValueError("--host %s: not a host these coefficients know (known: %s)"
                              % (name, ", ".join(sorted(t["hosts"]))))
@@ -519,7 +536,7 @@ class Coefficients:
         order = ([HIP_ALLOC_VAR] if backend == "miopen" else []) + list(ALLOC_VARS)
         for var in order:
             val = env.get(var)
-            if val is None or not val.strip():
+            if val is None or not _trim(val):
                 continue
             a = allocator_of_conf(val)
             if a is not None:
@@ -806,22 +823,13 @@ class Coefficients:
                      backend="cudnn", allocator="auto", os="auto", fp32=None, env=None, host=None, frames=1,
                      temporal_tile=None):
         """One query priced by its own rules (before the monotone composition)."""
-        for name, v in (("frames", frames), ("temporal_tile", 0 if temporal_tile is None else temporal_tile)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError("%s: expected a non-negative integer, got %r" % (name, v))
-        for name, v in (("width", width), ("height", height), ("batch", batch), ("tile", tile)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ValueError("%s: expected an integer, got %r" % (name, v))
-        if batch == 0:
-            raise ValueError("batch must be at least 1")
-        if width <= 0 or height <= 0 or batch < 0 or tile < 0:
-            raise ValueError("width, height and batch must be positive, tile at least 0")
+        _check_query(width, height, batch, tile, frames, temporal_tile, env)
         op = _spelling("op", _OPS, op)
         backend = _spelling("conv_backend", _BACKENDS, backend)
         run_given = None if dtype is None else _spelling("dtype", _DTYPES, dtype)
         loaded_given = None if loaded_dtype is None else _spelling("dtype", _DTYPES, loaded_dtype)
-        alloc_choice = None if str(allocator).strip() == "auto" else _allocator(allocator)
-        os_choice = None if str(os).strip() == "auto" else _spelling("os", _OSES, os)
+        alloc_choice = None if _trim(str(allocator)) == "auto" else _allocator(allocator)
+        os_choice = None if _trim(str(os)) == "auto" else _spelling("os", _OSES, os)
         env = _os.environ if env is None else env
 
         tile_priced = self._effective_tile(tile, width, height)
@@ -990,6 +998,42 @@ class Coefficients:
 
 def _ceil(f):
     return -(-f.numerator // f.denominator)
+
+
+_U32 = (1 << 32) - 1
+_I128 = (1 << 127) - 1
+
+
+def _integer(name, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError("%s: expected an integer, got %r" % (name, v))
+    return v
+
+
+def _check_query(width, height, batch, tile, frames, temporal_tile, env):
+    """The CLI's refusals of a query's numbers, in its words (its size parser's, and clap's for the flags), and
+    the Python-only ones (a wrong type, an environment value that is not text)."""
+    for name, v in (("width", width), ("height", height), ("batch", batch), ("tile", tile), ("frames", frames)):
+        _integer(name, v)
+    if temporal_tile is not None:
+        _integer("temporal_tile", temporal_tile)
+    for what, v in (("width", width), ("height", height)):
+        if not 0 < v <= _U64:
+            raise ValueError("size '%dx%d': %s must be a positive integer (digits only)" % (width, height, what))
+    for flag, v in (("--tile <TILE>", tile), ("--temporal-tile <FRAMES>", temporal_tile)):
+        if v is not None and not 0 <= v <= _U32:
+            raise ValueError("invalid value '%d' for '%s': %d is not in 0..=%d" % (v, flag, v, _U32))
+    for flag, v in (("--batch <BATCH>", batch), ("--frames <FRAMES>", frames)):
+        if v > _U64:
+            raise ValueError("invalid value '%d' for '%s': number too large to fit in target type" % (v, flag))
+    if batch < 1:
+        raise ValueError("--batch must be at least 1")
+    if frames < 0:
+        raise ValueError("--frames must be positive")
+    if env is not None:
+        for k, v in env.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ValueError("env: %r = %r: the environment holds text names and values" % (k, v))
 
 
 _MAX_TILE = (1 << 32) - 1
@@ -1174,39 +1218,109 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
                      temporal_tile=temporal_tile)
 
 
-def _fraction(value, name):
-    if isinstance(value, bool):
-        raise ValueError("%s: expected a number, got %r" % (name, value))
-    if isinstance(value, (int, Fraction)):
-        return Fraction(value)
-    if isinstance(value, float):
-        # The decimal the user wrote (0.9, not 0.90000000000000002220…).
-        return Fraction(repr(value))
-    text = str(value).strip()
+_DECIMAL_ERRORS = {
+    "empty": "empty value",
+    "negative": "negative value (must be zero or more)",
+    "nan": "not a decimal number (expected digits with an optional '.', e.g. 4274.5)",
+    "precise": "more than 18 digits after the decimal point",
+    "large": "value too large",
+}
+
+
+def _decimal(text):
+    """vramfit's exact decimal (``123``, ``0.05``, ``+7.25``; no exponent): a Fraction, or the error's name."""
+    t = _trim(text)
+    if not t:
+        return "empty"
+    if t.startswith("-"):
+        rest = t[1:]
+        if rest and all(c in "0." for c in rest) and "0" in rest:
+            t = rest
+        elif rest and all(c.isdigit() and c.isascii() or c == "." for c in rest) and any(c.isdigit() for c in rest):
+            return "negative"
+        else:
+            return "nan"
+    elif t.startswith("+"):
+        t = t[1:]
+    whole, _, frac = t.partition(".") if "." in t else (t, "", "")
+    ok = lambda d: all(c in "0123456789" for c in d)
+    if not ok(whole) or not ok(frac) or (not whole and not frac):
+        return "nan"
+    if len(frac) > 18:
+        return "precise"
+    num = int((whole + frac) or "0")
+    if num > _I128:
+        return "large"
+    return Fraction(num, 10 ** len(frac))
+
+
+def _factor(flag, value):
+    """A factor as the CLI reads ``--share`` / ``--transient``: a decimal, or one with an exponent within
+    -30..=30, exact. A number is read as the text it prints as."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Fraction)):
+        raise ValueError("%s: expected a number, got %r" % (flag.lstrip("-"), value))
+    t = _trim(repr(value) if isinstance(value, float) else str(value))
+    mantissa, e, exp = t.replace("E", "e").partition("e")
+    if not e:
+        v = _decimal(t)
+        if isinstance(v, str):
+            raise ValueError("%s '%s': %s" % (flag, t, _DECIMAL_ERRORS[v]))
+        return v
     try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise ValueError("%s: '%s' is not a number" % (name, text)) from None
+        n = int(exp)
+    except ValueError:
+        raise ValueError("%s '%s': the exponent '%s' is not an integer" % (flag, t, exp)) from None
+    m = _decimal(mantissa)
+    if isinstance(m, str):
+        raise ValueError("%s '%s': %s" % (flag, t, _DECIMAL_ERRORS[m]))
+    if abs(n) > 30:
+        raise ValueError("%s '%s': the exponent %d is outside -30..=30" % (flag, t, n))
+    return m * Fraction(10) ** n
+
+
+def _exact_decimal(f):
+    """A Fraction as vramfit writes an exact decimal (``0.5``, ``2``)."""
+    for places in range(19):
+        m = f * 10 ** places
+        if m.denominator == 1:
+            digits = str(abs(m.numerator)).rjust(places + 1, "0")
+            text = digits if places == 0 else digits[:-places] + "." + digits[-places:]
+            return ("-" if m < 0 else "") + text
+    return "%d/%d" % (f.numerator, f.denominator)
+
+
+def _bytes_flag(flag, v):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError("%s: expected a whole number of bytes, got %r" % (flag.lstrip("-"), v))
+    if v < 0:
+        raise ValueError("%s '%d': %s" % (flag, v, _DECIMAL_ERRORS["negative"]))
+    if v > _I128:
+        raise ValueError("%s '%d': %s" % (flag, v, _DECIMAL_ERRORS["large"]))
+    if v > _U64:
+        raise ValueError("%s '%d': too large" % (flag, v))
+    return v
 
 
 def budget(free=None, share=1, cap=None):
     """``min(cap, floor(share × free))`` bytes, as ``vramfit plan`` computes
     its budget: ``free`` and ``cap`` are bytes (``free=None``: unknown, so
-    the cap); ``share`` is a number or a decimal string, 0 < share ≤ 1, taken
-    exactly."""
-    s = _fraction(share, "share")
+    the cap); ``share`` is a number or a decimal string (``0.5``, ``1e-3``),
+    0 < share ≤ 1, taken exactly. Refused as ``vramfit plan`` refuses
+    ``--free``, ``--share`` and ``--cap``, in its words."""
+    s = _factor("--share", share)
+    free = _bytes_flag("--free", free)
+    cap = _bytes_flag("--cap", cap)
     if not (0 < s <= 1):
-        raise ValueError("share must be greater than 0 and at most 1 (got %s)" % share)
-    for name, v in (("free", free), ("cap", cap)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            raise ValueError("%s: expected a whole number of bytes, got %r" % (name, v))
+        raise ValueError("--share must be greater than 0 and at most 1 (got %s)" % _exact_decimal(s))
     if free == 0:
-        raise ValueError("free=0: free memory must be more than 0 bytes (or None when unknown)")
+        raise ValueError("--free 0: free memory must be more than 0 bytes (or `unknown`)")
     if cap == 0:
-        raise ValueError("cap=0: a cap must be more than 0 bytes")
+        raise ValueError("--cap 0: a cap must be more than 0 bytes")
     if free is None:
         if cap is None:
-            raise ValueError("free memory is unknown and there is no cap: give free= or cap=")
+            raise ValueError("free memory is unknown and there is no --cap: give --free SIZE or --cap SIZE")
         return Budget(cap, "cap-unknown-free")
     shared = (s * free).numerator // (s * free).denominator
     if cap is not None and cap < shared:
