@@ -131,7 +131,28 @@ fn the_untouched_copy_passes() {
         }
     }
     let platforms: std::collections::BTreeSet<String> = lines.iter().chain(thin).map(platform).collect();
-    let monotone: usize = platforms.len() * tiles.iter().map(|t| tiling(*t)).sum::<usize>();
+    // The monotone check: every platform at the grid and past the largest
+    // measured size (twice and four times its side), each tile that tiles
+    // the image and then no tile; and each line's own key along the grid's
+    // squares and two squares past the range.
+    let hi = lines.iter().filter_map(|l| l["size_range"][1].as_u64()).max().unwrap();
+    let side = hi.isqrt().div_ceil(8) * 8;
+    let mut around: Vec<(u64, u64)> = grid.iter().map(|g| (*g, *g)).collect();
+    around.extend([(2 * side, 2 * side), (4 * side, side), (side, 4 * side)]);
+    // And where rules' domains meet: the tiles beside each measured tile,
+    // the image one step wider than it.
+    let measured: std::collections::BTreeSet<u64> = lines.iter().map(tile_of).filter(|t| *t != 0).collect();
+    let mut edge_tiles = tiles.clone();
+    for t in &measured {
+        edge_tiles.extend([t - 8, t + 8]);
+        around.push((t + 8, t + 8));
+    }
+    let tiles_of = |(w, h): (u64, u64)| edge_tiles.iter().filter(|t| **t < w || **t < h).count() + 1;
+    let per_platform: usize = around.iter().map(|s| tiles_of(*s)).sum();
+    let sides: std::collections::BTreeSet<u64> =
+        grid.iter().copied().chain([2 * side, 4 * side]).chain(measured.iter().flat_map(|t| [*t, t + 8])).collect();
+    let along: usize = lines.iter().map(|l| sides.iter().filter(|s| tile_of(l) == 0 || **s > tile_of(l)).count()).sum();
+    let monotone: usize = platforms.len() * per_platform + along;
     // The attention check: each math-kernel platform and CUDA, every family,
     // op and dtype, untiled and each policy tile, at the grid and the large
     // sizes (2048², 3072², 4096×2304) a tile does not cover.
@@ -1069,4 +1090,33 @@ fn a_point_the_attention_phase_explains_is_priced_by_it_not_fitted() {
         serde_json::from_slice(&fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
     let ids = find(&shipped)["point_ids"].to_string();
     assert!(ids.contains("attn-1536") && !ids.contains("attn-2048"), "{ids}");
+}
+
+/// A pricer that answers each query by its own rules alone, without the
+/// monotone composition (the mistake the composition exists for): verify's
+/// monotone check finds it on the tests' root, naming both requests.
+#[test]
+fn verify_catches_a_pricer_without_the_monotone_composition() {
+    use vramfit::pricing::platform::EnvSnapshot;
+    use vramfit::pricing::{Coefficients, Price, Pricer, Query, Quote};
+    struct OwnRuleOnly(Coefficients);
+    impl Pricer for OwnRuleOnly {
+        fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+            self.0.price(q, env)
+        }
+        fn quote(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Quote> {
+            self.0.quote(q, env).map(|q| Quote { bytes: q.own.1, rule: q.own.0, ..q })
+        }
+    }
+    let root = data_root();
+    assert!(vramfit::verify::audit(&root).unwrap().ok, "the real pricer passes");
+    let broken = vramfit::verify::audit_with(&root, &|c| Box::new(OwnRuleOnly(c)) as Box<dyn Pricer>).unwrap();
+    let monotone: Vec<&str> = broken
+        .findings
+        .iter()
+        .filter(|f| f.code == vramfit::findings::Code::Monotone)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(!monotone.is_empty(), "{:?}", broken.findings);
+    assert!(monotone.iter().any(|m| m.contains("below")), "{monotone:?}");
 }

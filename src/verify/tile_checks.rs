@@ -12,6 +12,7 @@ use crate::coefficients::CoefficientsFile;
 use crate::exact::Ratio;
 use crate::points::{LineKey, Point};
 use crate::pricing::platform::EnvSnapshot;
+use crate::pricing::TILE_STEP;
 use crate::pricing::{Query, Rule};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -158,43 +159,97 @@ fn all_tiles(shipped: &CoefficientsFile) -> Vec<u32> {
     set.into_iter().collect()
 }
 
-/// For every platform the file has a line or a thin key on, every grid
-/// image and every pair of tiles smaller than it: the larger tile never
-/// prices below the smaller one, whichever rule prices each.
+/// Sizes past the grid: twice and four times the side of the largest size
+/// any line of the file measured, square and long on either side (the
+/// extrapolated range, where a line and a guess meet).
+pub(crate) fn beyond(shipped: &CoefficientsFile) -> Vec<(u64, u64)> {
+    let hi = shipped.lines.iter().filter_map(|l| l.size_range).map(|[_, hi]| hi).max().unwrap_or(1 << 22);
+    let s = hi.isqrt().div_ceil(8) * 8;
+    vec![(2 * s, 2 * s), (4 * s, s), (s, 4 * s)]
+}
+
+/// For every platform the file has a line or a thin key on, at every grid
+/// image and the sizes past the largest measured one ([`beyond`]): no
+/// larger tile prices below a smaller one, and no tile above the untiled
+/// price, whichever rule prices each; and along each line's own key, no
+/// larger image (the grid's, then past the measured range) prices below a
+/// smaller one.
 pub(super) fn monotone(cx: &mut PricingCtx) {
-    let grid = cx.inputs.policy.grid.clone();
-    let tiles = all_tiles(cx.shipped);
+    let mut sizes = cx.inputs.policy.grid.clone();
+    let past = beyond(cx.shipped);
+    sizes.extend(past.iter().copied());
+    // Where rules' domains meet: the tiles on either side of each measured
+    // tile, and the image one step wider than it (tiled meets untiled).
+    let measured: BTreeSet<u32> = cx.shipped.lines.iter().map(|l| l.key.tile).filter(|t| *t > 0).collect();
+    let mut tiles: BTreeSet<u32> = all_tiles(cx.shipped).into_iter().collect();
+    for t in &measured {
+        tiles.extend([t - TILE_STEP, t + TILE_STEP].into_iter().filter(|t| *t > 0));
+        sizes.push((u64::from(t + TILE_STEP), u64::from(t + TILE_STEP)));
+    }
+    let tiles: Vec<u32> = tiles.into_iter().collect();
     let keys = cx.shipped.lines.iter().map(|l| &l.key).chain(cx.shipped.insufficient.iter().map(|l| &l.key));
     let platforms: BTreeSet<LineKey> = keys.map(|k| LineKey { tile: 0, ..k.clone() }).collect();
     let mut out = Vec::new();
-    for platform in &platforms {
-        for (w, h) in &grid {
+    let env = EnvSnapshot::default();
+    let finding = |key: &LineKey, what: String, found: u64, below: u64| {
+        Finding::new(
+            Code::Monotone,
+            PRICING_CODE,
+            what,
+            "a larger request must never look cheaper than a smaller one (plan would pick it): fix the pricer, or \
+             measure the tile",
+        )
+        .line(key)
+        .values(format!("≥ {below}"), found)
+    };
+    for platform in platforms.iter().filter(|p| p.temporal_tile.is_none()) {
+        for (w, h) in &sizes {
             let mut previous: Option<(u32, u64)> = None;
-            for tile in tiles.iter().filter(|t| !covers(**t, *w, *h)) {
-                let key = LineKey { tile: *tile, ..platform.clone() };
+            // Each tile that tiles the image, smallest first, then no tile.
+            for tile in tiles.iter().copied().filter(|t| !covers(*t, *w, *h)).chain([0]) {
+                let key = LineKey { tile, ..platform.clone() };
                 cx.pricings += 1;
-                let Ok(q) = cx.pricer.quote(&Query::at_key(&key, *w, *h, 1), &EnvSnapshot::default()) else {
+                let Ok(q) = cx.pricer.quote(&Query::at_key(&key, *w, *h, 1), &env) else {
                     continue; // a pricing error is the coverage and query-path checks' to report
                 };
                 if let Some((small, below)) = previous.filter(|(_, b)| q.bytes < *b) {
-                    out.push(
-                        Finding::new(
-                            Code::Monotone,
-                            PRICING_CODE,
-                            format!(
-                                "{platform} at {w}x{h}: tile {tile} prices {} B by the {}, below tile {small} at {below} B",
-                                q.bytes,
-                                q.rule.as_str()
-                            ),
-                            "a larger tile must never look cheaper than a smaller one (plan would pick it): fix the \
-                             pricer, or measure the tile",
-                        )
-                        .line(&key)
-                        .values(format!("≥ {below}"), q.bytes),
+                    let name = if tile == 0 { "untiled".to_string() } else { format!("tile {tile}") };
+                    let what = format!(
+                        "{platform} at {w}x{h}: {name} prices {} B by the {}, below tile {small} at {below} B",
+                        q.bytes,
+                        q.rule.as_str()
                     );
+                    out.push(finding(&key, what, q.bytes, below));
                 }
-                previous = Some((*tile, q.bytes));
+                previous = Some((tile, q.bytes));
             }
+        }
+    }
+    // Along each line's own key: squares of the grid, then past the range.
+    let mut sides: Vec<u64> = cx.inputs.policy.grid.iter().filter(|(w, h)| w == h).map(|(w, _)| *w).collect();
+    sides.extend(measured.iter().flat_map(|t| [u64::from(*t), u64::from(t + TILE_STEP)]));
+    sides.extend(past.iter().filter(|(w, h)| w == h).map(|(w, _)| *w));
+    sides.push(past[0].0 * 2);
+    sides.sort_unstable();
+    sides.dedup();
+    for line in &cx.shipped.lines {
+        let k = &line.key;
+        // A video key is asked over a clip its temporal tile does not cover.
+        let frames = k.temporal_tile.map_or(1, |t| u64::from(t).max(1) * 4 + 1);
+        let mut previous: Option<(u64, u64)> = None;
+        for side in sides.iter().copied().filter(|s| !covers(k.tile, *s, *s)) {
+            cx.pricings += 1;
+            let q = Query { frames, ..Query::at_key(k, side, side, 1) };
+            let Ok(q) = cx.pricer.quote(&q, &env) else { continue };
+            if let Some((small, below)) = previous.filter(|(_, b)| q.bytes < *b) {
+                let what = format!(
+                    "{k}: {side}x{side} prices {} B by the {}, below {small}x{small} at {below} B",
+                    q.bytes,
+                    q.rule.as_str()
+                );
+                out.push(finding(k, what, q.bytes, below));
+            }
+            previous = Some((side, q.bytes));
         }
     }
     cx.findings.extend(out);
