@@ -428,7 +428,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The largest text input read whole (a coefficients file or a policy;
 /// the shipped ones are tens of KiB): past it, reading stops with an error.
-pub const TEXT_LIMIT: u64 = 64 << 20;
+pub const TEXT_LIMIT: u64 = 16 << 20;
 
 /// The largest points store read (as a measurement CSV): 4 GiB.
 pub const STORE_LIMIT: u64 = 4 << 30;

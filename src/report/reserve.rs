@@ -17,7 +17,24 @@ fn thousands(n: u64) -> String {
 impl Report for ReserveReport {
     fn table(&self) -> String {
         let p = &self.price;
-        let mut rows: Vec<(&str, String)> = vec![("rule", p.rule.as_str().to_string()), ("key", p.line.to_string())];
+        let mut rows: Vec<(&str, String)> = vec![("rule", p.rule.as_str().to_string())];
+        if let Some(l) = &p.lifted {
+            let tile = if l.tile == 0 { "untiled".to_string() } else { format!("tile {}", l.tile) };
+            let clip = l.temporal_tile.map_or(String::new(), |t| format!(" × {} frames, temporal tile {t}", l.frames));
+            let by = l.priced_by.as_ref().map_or(String::new(), |k| format!(" ({k})"));
+            rows.push((
+                "lifted from",
+                format!(
+                    "{}x{}{clip} {tile}: {} B by the {}{by}",
+                    l.width,
+                    l.height,
+                    thousands(l.bytes),
+                    l.rule.as_str()
+                ),
+            ));
+            rows.push(("own rule", format!("{}: {} B", l.own_rule.as_str(), thousands(l.own_bytes))));
+        }
+        rows.push(("key", p.line.to_string()));
         match (p.rule, &p.priced_by, &p.slope, p.base_mib) {
             (Rule::Legacy, ..) => rows.push(("formula", "pixels × element size × k (v1 estimator)".into())),
             (_, Some(by), Some(slope), Some(base)) => {
@@ -25,6 +42,7 @@ impl Report for ReserveReport {
                     let label = match p.rule {
                         Rule::AnyOsLine => "OS-less line",
                         Rule::DerivedTile => "untiled line",
+                        Rule::MeasuredCap => "larger tile's line",
                         _ => "largest line",
                     };
                     rows.push((label, by.to_string()));
