@@ -219,34 +219,6 @@ pub fn escaped(value: &str, max: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interned_values_share_one_allocation_and_compare_as_str() {
-        let mut i = Interner::default();
-        let a = i.intern("rtx 4090");
-        let _ = i.intern("other");
-        let b = i.intern("rtx 4090");
-        assert!(ArcStr::ptr_eq(&a.0, &b.0));
-        assert_eq!(a, "rtx 4090");
-        let (a2, b2) = (Text::from("a"), Text::from("b"));
-        assert!(a2 < b2);
-        assert_eq!(serde_json::to_string(&a).unwrap(), "\"rtx 4090\"");
-        assert_eq!(format!("{a:?}"), "\"rtx 4090\"");
-    }
-
-    #[test]
-    fn a_text_is_one_pointer_and_an_absent_one_costs_nothing_more() {
-        // A point holds seven of them: each word saved is 7 MB at 10^6 points.
-        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<usize>());
-        assert_eq!(std::mem::size_of::<Option<Text>>(), std::mem::size_of::<usize>());
-        // 224: a video clip's frames and temporal tile added 8 bytes.
-        assert!(std::mem::size_of::<crate::points::Point>() <= 224, "{}", std::mem::size_of::<crate::points::Point>());
-    }
-}
-
 /// Whether `c` is an invisible format character (Unicode category Cf:
 /// bidirectional overrides, isolates and marks, zero-width characters, the
 /// byte order mark, tags): text that reads one way and is another, so no
@@ -276,4 +248,32 @@ pub fn is_format_char(c: char) -> bool {
             | '\u{E0001}'
             | '\u{E0020}'..='\u{E007F}'
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interned_values_share_one_allocation_and_compare_as_str() {
+        let mut i = Interner::default();
+        let a = i.intern("rtx 4090");
+        let _ = i.intern("other");
+        let b = i.intern("rtx 4090");
+        assert!(ArcStr::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, "rtx 4090");
+        let (a2, b2) = (Text::from("a"), Text::from("b"));
+        assert!(a2 < b2);
+        assert_eq!(serde_json::to_string(&a).unwrap(), "\"rtx 4090\"");
+        assert_eq!(format!("{a:?}"), "\"rtx 4090\"");
+    }
+
+    #[test]
+    fn a_text_is_one_pointer_and_an_absent_one_costs_nothing_more() {
+        // A point holds seven of them: each word saved is 7 MB at 10^6 points.
+        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<usize>());
+        assert_eq!(std::mem::size_of::<Option<Text>>(), std::mem::size_of::<usize>());
+        // 224: a video clip's frames and temporal tile added 8 bytes.
+        assert!(std::mem::size_of::<crate::points::Point>() <= 224, "{}", std::mem::size_of::<crate::points::Point>());
+    }
 }

@@ -73,7 +73,8 @@ fn folder_outputs_never_write_through_a_planted_link() {
             .unwrap();
         name
     };
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, Plant, &str)> = vec![
         ("report", Box::new(|d: &Path| symlink(&victim, d.join("report.md")).unwrap()), "report.md"),
         ("report", Box::new(|d: &Path| symlink(&elsewhere, d.join("plots")).unwrap()), "plots"),
         ("plot", Box::new(|d: &Path| symlink(outside.path().join("dangling.png"), d.join(&png)).unwrap()), ".png"),

@@ -184,9 +184,9 @@ fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
     };
     let mut large = small.clone();
     match c.grow {
-        Grow::Width if c.by % 2 == 0 => large.width = large.width.saturating_add(c.by % 16 + 1),
+        Grow::Width if c.by.is_multiple_of(2) => large.width = large.width.saturating_add(c.by % 16 + 1),
         Grow::Width => large.width = large.width.saturating_add(c.by),
-        Grow::Height if c.by % 2 == 0 => large.height = large.height.saturating_add(c.by % 16 + 1),
+        Grow::Height if c.by.is_multiple_of(2) => large.height = large.height.saturating_add(c.by % 16 + 1),
         Grow::Height => large.height = large.height.saturating_add(c.by),
         Grow::Batch => large.batch = (large.batch + c.by % 64).min(64),
         Grow::Frames if video => large.frames = (large.frames + c.by % 2000).min(2000),
@@ -194,22 +194,24 @@ fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
         Grow::Tile => {
             large.tile = match small.tile {
                 0 => 0,
-                t if c.by % 5 == 0 => {
+                t if c.by.is_multiple_of(5) => {
                     let _ = t;
                     0
                 }
-                t if c.by % 3 == 0 => t.saturating_add(u32::try_from(c.by * 8).unwrap_or(u32::MAX / 8 * 8)) / 8 * 8,
+                t if c.by.is_multiple_of(3) => {
+                    t.saturating_add(u32::try_from(c.by * 8).unwrap_or(u32::MAX / 8 * 8)) / 8 * 8
+                }
                 t => t.saturating_add(8 * u32::try_from(c.by % 16 + 1).unwrap()),
             }
         }
         Grow::TemporalTile if video => {
             large.temporal_tile = match small.temporal_tile {
                 Some(0) | None => Some(0),
-                Some(t) if c.by % 5 == 0 => {
+                Some(t) if c.by.is_multiple_of(5) => {
                     let _ = t;
                     Some(0)
                 }
-                Some(t) if c.by % 3 == 0 => Some(t.saturating_add(u32::try_from(c.by % 4000).unwrap_or(1))),
+                Some(t) if c.by.is_multiple_of(3) => Some(t.saturating_add(u32::try_from(c.by % 4000).unwrap_or(1))),
                 Some(t) => Some(t.saturating_add(u32::try_from(c.by % 8 + 1).unwrap())),
             }
         }
@@ -239,14 +241,14 @@ fn check(files: &[(String, Coefficients)], c: &Case, own_only: bool) -> Result<b
     let names = names(coef);
     let mut name = &names[c.name % names.len()];
     let mut c = c.clone();
-    if c.line % 2 == 0 && !coef.file.lines.is_empty() {
+    if c.line.is_multiple_of(2) && !coef.file.lines.is_empty() {
         let k = &coef.file.lines[c.line / 2 % coef.file.lines.len()].key;
         (c.op, c.dtype, c.backend, c.allocator) = (k.op, k.dtype, k.conv_backend, k.allocator);
         if k.os != Os::Any {
             c.os = k.os;
         }
         name = names.iter().find(|n| n.as_str() == k.vae.as_str()).unwrap_or(name);
-        if k.tile > 0 && c.tile % 3 == 0 {
+        if k.tile > 0 && c.tile.is_multiple_of(3) {
             c.tile = k.tile;
         }
     }

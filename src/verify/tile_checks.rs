@@ -183,8 +183,10 @@ pub(super) fn monotone(cx: &mut PricingCtx) {
     let measured: BTreeSet<u32> = cx.shipped.lines.iter().map(|l| l.key.tile).filter(|t| *t > 0).collect();
     let mut tiles: BTreeSet<u32> = all_tiles(cx.shipped).into_iter().collect();
     for t in &measured {
-        tiles.extend([t - TILE_STEP, t + TILE_STEP].into_iter().filter(|t| *t > 0));
-        sizes.push((u64::from(t + TILE_STEP), u64::from(t + TILE_STEP)));
+        // Checked: a hand-edited file may hold any tile (verify reports it).
+        tiles.extend([t.checked_sub(TILE_STEP), t.checked_add(TILE_STEP)].into_iter().flatten().filter(|t| *t > 0));
+        let wider = u64::from(*t) + u64::from(TILE_STEP);
+        sizes.push((wider, wider));
     }
     let tiles: Vec<u32> = tiles.into_iter().collect();
     let keys = cx.shipped.lines.iter().map(|l| &l.key).chain(cx.shipped.insufficient.iter().map(|l| &l.key));
@@ -227,7 +229,7 @@ pub(super) fn monotone(cx: &mut PricingCtx) {
     }
     // Along each line's own key: squares of the grid, then past the range.
     let mut sides: Vec<u64> = cx.inputs.policy.grid.iter().filter(|(w, h)| w == h).map(|(w, _)| *w).collect();
-    sides.extend(measured.iter().flat_map(|t| [u64::from(*t), u64::from(t + TILE_STEP)]));
+    sides.extend(measured.iter().flat_map(|t| [u64::from(*t), u64::from(*t) + u64::from(TILE_STEP)]));
     sides.extend(past.iter().filter(|(w, h)| w == h).map(|(w, _)| *w));
     sides.push(past[0].0 * 2);
     sides.sort_unstable();
