@@ -950,16 +950,7 @@ class Coefficients:
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
         warnings.extend(self._line_warnings(key, rule, priced_by, coef))
         attention = self._attention(key, width, height, key.tile, batch, growth, rule, total)
-        final_rule, final = rule, total
-        if attention is not None:
-            if attention["phase_bytes"] > total:
-                final_rule, final = "attention-phase", attention["phase_bytes"]
-            if attention["wrong_output"]:
-                warnings.append(
-                    "one attention matrix here has %d² = %d elements, at or past %d where %s's SDPA silently returns "
-                    "wrong output: tile the decode (plan does)"
-                    % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
-                       key.conv_backend))
+        final_rule, final = self._phase(key, attention, rule, total, warnings)
         return self._reservation(
             final, coef,
             rule=final_rule,
@@ -981,6 +972,21 @@ class Coefficients:
             video=None,
             warnings=warnings,
         )
+
+    def _phase(self, key, attention, rule, line_phase, warnings):
+        """The larger of the line phase and the attention phase (rule, bytes), for the image and the video paths;
+        warns where one attention matrix reaches the platform's wrong-output size."""
+        if attention is None:
+            return rule, line_phase
+        if attention["wrong_output"]:
+            warnings.append(
+                "one attention matrix here has %d² = %d elements, at or past %d where %s's SDPA silently returns "
+                "wrong output: tile the decode (plan does)"
+                % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
+                   key.conv_backend))
+        if attention["phase_bytes"] > line_phase:
+            return "attention-phase", attention["phase_bytes"]
+        return rule, line_phase
 
     def _reservation(self, final, coef, **fields):
         """A :class:`Reservation` of ``final`` bytes: the fields that follow from the total and from the line that
@@ -1120,16 +1126,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
     elif rule in ("unmeasured-rule", "legacy-floor"):
         warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
     warnings.extend(self._line_warnings(key, rule, priced_by, coef))
-    final_rule = rule
-    if attention is not None:
-        if attention["phase_bytes"] > final:
-            final_rule, final = "attention-phase", attention["phase_bytes"]
-        if attention["wrong_output"]:
-            warnings.append(
-                "one attention matrix here has %d² = %d elements, at or past %d where %s's SDPA silently returns "
-                "wrong output: tile the decode (plan does)"
-                % (attention["sequence"], attention["sequence"] ** 2, self._math_platform(key)["wrong_output_at"],
-                   key.conv_backend))
+    final_rule, final = self._phase(key, attention, rule, final, warnings)
     return self._reservation(
         final, coef,
         rule=final_rule,
