@@ -226,12 +226,7 @@ pub fn round(env: &Envelope, margin: Ratio) -> Result<Rounded, Overflow> {
     })
 }
 
-/// `reserve_bytes(x) = ceil(slope_centi × x / 100) + base_mib × 2^20`.
-pub fn reserve_bytes(slope_centi: u64, base_mib: u64, x: u64) -> Result<u64, Overflow> {
-    let per_pixel = crate::exact::ceil_div_u128(u128::from(slope_centi) * u128::from(x), 100);
-    let base = u128::from(base_mib) * u128::from(MIB);
-    u64::try_from(per_pixel.checked_add(base).ok_or(Overflow)?).map_err(|_| Overflow)
-}
+pub use crate::contract::reserve_bytes;
 
 /// `a·x + b` on the unrounded envelope.
 pub fn envelope_at(env: &Envelope, x: u64) -> Result<Ratio, Overflow> {

@@ -8,6 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use vramfit_runtime::io::{read_text, shown, writes_exactly, Bounded, TEXT_LIMIT};
+
 /// The prefix of every temporary file vramfit writes beside its target.
 fn tmp_prefix(path: &Path) -> String {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -426,57 +428,8 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The largest text input read whole (a coefficients file or a policy;
-/// the shipped ones are tens of KiB): past it, reading stops with an error.
-pub const TEXT_LIMIT: u64 = 16 << 20;
-
 /// The largest points store read (as a measurement CSV): 4 GiB.
 pub const STORE_LIMIT: u64 = 4 << 30;
-
-/// A file that stops with an error past `limit` bytes: no input is read
-/// without end (a link to `/dev/zero`, a device, a runaway file).
-struct Bounded {
-    inner: fs::File,
-    left: u64,
-    limit: u64,
-    path: PathBuf,
-}
-
-impl Bounded {
-    fn open(path: &Path, limit: u64) -> Result<Bounded> {
-        let inner = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
-        Ok(Bounded { inner, left: limit, limit, path: path.to_path_buf() })
-    }
-}
-
-impl std::io::Read for Bounded {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            // One byte more says whether the file goes on.
-            let mut probe = [0u8; 1];
-            return match self.inner.read(&mut probe)? {
-                0 => Ok(0),
-                _ => Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("larger than {} bytes: refused (is {} the file meant?)", self.limit, self.path.display()),
-                )),
-            };
-        }
-        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..want])?;
-        self.left -= n as u64;
-        Ok(n)
-    }
-}
-
-/// Reads a file as UTF-8 text (at most [`TEXT_LIMIT`] bytes), naming the
-/// file on failure.
-pub fn read_text(path: &Path) -> Result<String> {
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut Bounded::open(path, TEXT_LIMIT)?, &mut bytes)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read file: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8 text ({e})", path.display()))
-}
 
 /// Pretty JSON with a trailing newline: the byte form of every file vramfit
 /// writes. Keys come out in struct-field or `BTreeMap` order, so the bytes
@@ -485,38 +438,6 @@ pub fn to_json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     let mut v = serde_json::to_vec_pretty(value)?;
     v.push(b'\n');
     Ok(v)
-}
-
-/// Whether `value` serialises, as [`to_json_bytes`] writes it, to exactly
-/// `bytes`: compared piece by piece as it is written, never built (a
-/// shipped file of 10^6 point ids is 23 MB, and building it to compare it
-/// was a sixth of `verify`'s peak memory).
-pub fn writes_exactly<T: serde::Serialize>(value: &T, bytes: &[u8]) -> Result<bool> {
-    struct Compare<'a> {
-        rest: &'a [u8],
-        same: bool,
-    }
-    impl Write for Compare<'_> {
-        fn write(&mut self, piece: &[u8]) -> std::io::Result<usize> {
-            match self.rest.strip_prefix(piece) {
-                Some(rest) if self.same => self.rest = rest,
-                _ => self.same = false,
-            }
-            Ok(piece.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Compare { rest: bytes, same: true };
-    serde_json::to_writer_pretty(&mut c, value)?;
-    Ok(c.same && c.rest == b"\n")
-}
-
-/// A path as shown to people: without a leading `./`.
-pub fn shown(p: &Path) -> String {
-    let s = p.display().to_string();
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
 #[cfg(test)]

@@ -99,3 +99,13 @@ impl Point {
         self.key.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_point_stays_small() {
+        // 224: a video clip's frames and temporal tile added 8 bytes; each
+        // byte is 1 MB at 10^6 points.
+        assert!(std::mem::size_of::<super::Point>() <= 224, "{}", std::mem::size_of::<super::Point>());
+    }
+}

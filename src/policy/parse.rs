@@ -1,11 +1,12 @@
 //! Parsing `fits/policy.toml`: structural mistakes are errors; unknown keys
 //! are collected as problems so `verify` can report all of them at once.
 
+use super::number::policy_number;
 use super::{
     AllocatorDefault, Attention, AttentionPlatform, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Problem,
     Tiling, TilingHost, ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
 };
-use crate::exact::{policy_number, Ratio};
+use crate::exact::Ratio;
 use crate::points::LineKey;
 use crate::registry::{Registry, VaeEntry};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op};

@@ -273,7 +273,5 @@ mod tests {
         // A point holds seven of them: each word saved is 7 MB at 10^6 points.
         assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<usize>());
         assert_eq!(std::mem::size_of::<Option<Text>>(), std::mem::size_of::<usize>());
-        // 224: a video clip's frames and temporal tile added 8 bytes.
-        assert!(std::mem::size_of::<crate::points::Point>() <= 224, "{}", std::mem::size_of::<crate::points::Point>());
     }
 }

@@ -366,18 +366,6 @@ fn mib_by_fraction(num: i128, places: u32) -> Result<u64, DecimalError> {
     u64::try_from(bytes).map_err(|_| DecimalError::TooLarge)
 }
 
-/// A policy number (TOML float or string) as an exact rational. A TOML float
-/// is read through Rust's shortest round-trip form, which is the same on
-/// every machine, so `0.05` means exactly 5/100.
-pub fn policy_number(v: &toml::Value) -> Option<Ratio> {
-    match v {
-        toml::Value::String(s) => parse_decimal(s).ok(),
-        toml::Value::Integer(i) if *i >= 0 => Some(Ratio::int(i128::from(*i))),
-        toml::Value::Float(f) if f.is_finite() && *f >= 0.0 => parse_decimal(&format!("{f}")).ok(),
-        _ => None,
-    }
-}
-
 /// Shows a rational that has a finite decimal form exactly (`0.05`, `1.3`),
 /// else as a fraction.
 pub fn exact_decimal(r: &Ratio) -> String {
@@ -462,11 +450,5 @@ mod tests {
         assert_eq!(exact_decimal(&Ratio::new(1, 3).unwrap()), "1/3");
         assert_eq!(Ratio::parse_fraction("-5/2"), Some(r));
         assert!(Ratio::int(i128::MAX).checked_add(Ratio::int(1)).is_err());
-    }
-
-    #[test]
-    fn toml_floats_are_read_as_written() {
-        let v: toml::Value = toml::from_str::<toml::Table>("m = 0.05").unwrap()["m"].clone();
-        assert_eq!(policy_number(&v), Some(Ratio::new(1, 20).unwrap()));
     }
 }

@@ -24,7 +24,7 @@ impl CoefficientSource {
                 contract::parse(EMBEDDED, "embedded fits/vae.json")?,
                 format!("embedded fits/vae.json (vramfit {})", env!("CARGO_PKG_VERSION")),
             ),
-            CoefficientSource::File(p) => Coefficients::new(contract::load(p)?, crate::fsio::shown(p)),
+            CoefficientSource::File(p) => Coefficients::new(contract::load(p)?, crate::io::shown(p)),
         }
     }
 

@@ -33,7 +33,7 @@ pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
     // field-by-field walk, which names what differs.
     if let Ok(typed) = serde_json::from_str::<CoefficientsFile>(text) {
         let this_version = typed.format == FORMAT && typed.version == VERSION;
-        if this_version && crate::fsio::writes_exactly(&typed, text.as_bytes()).unwrap_or(false) {
+        if this_version && crate::io::writes_exactly(&typed, text.as_bytes()).unwrap_or(false) {
             validate(&typed, file)?;
             return Ok(typed);
         }
@@ -142,5 +142,5 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
 
 /// Reads a shipped file.
 pub fn load(file: &Path) -> Result<CoefficientsFile> {
-    parse(&crate::fsio::read_text(file)?, &crate::fsio::shown(file))
+    parse(&crate::io::read_text(file)?, &crate::io::shown(file))
 }

@@ -41,7 +41,7 @@ pub const FORMAT: &str = "vramfit-coefficients";
 
 /// The shipped `fits/vae.json`, compiled in so `reserve` and `plan` work
 /// from any folder and after `cargo install`.
-pub const EMBEDDED: &str = include_str!("../../fits/vae.json");
+pub const EMBEDDED: &str = include_str!("../../../../fits/vae.json");
 pub const VERSION: u32 = 2;
 
 /// The shipped file.

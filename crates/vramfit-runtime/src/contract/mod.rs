@@ -8,6 +8,7 @@
 
 pub mod fields;
 pub mod file;
+mod formula;
 pub mod key;
 pub mod load;
 pub mod rules;
@@ -18,6 +19,7 @@ pub use file::{
     CoefficientsFile, Digests, InsufficientLine, LineKind, Resolution, ShippedEnvelope, ShippedLine, Unmeasured,
     EMBEDDED, FORMAT, VERSION,
 };
+pub use formula::reserve_bytes;
 pub use key::LineKey;
 pub use load::{load, parse, parse_read, read_json, version_mismatch};
 pub use rules::{

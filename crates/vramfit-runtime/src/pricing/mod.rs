@@ -17,10 +17,10 @@ pub use answer::{
     Resolved, Rule, Slope, TileTerms, VideoTerms,
 };
 
+use crate::contract::reserve_bytes;
 use crate::contract::CoefficientsFile;
 use crate::contract::{is_os_specific, LineKey};
 use crate::exact::MIB;
-use crate::fit::reserve_bytes;
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
@@ -828,7 +828,7 @@ mod tests {
     /// where two families claim the same name in different cases.
     #[test]
     fn the_name_index_resolves_as_the_registry_does() {
-        let shipped = crate::coefficients::parse(crate::coefficients::EMBEDDED, "embedded").unwrap();
+        let shipped = crate::contract::parse(crate::contract::EMBEDDED, "embedded").unwrap();
         let mut file = shipped.clone();
         let entry = |models: &[&str]| VaeEntry {
             models: models.iter().map(|m| m.to_string()).collect(),
