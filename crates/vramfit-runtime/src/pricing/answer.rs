@@ -114,6 +114,21 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule, in the order of the enum.
+    pub const ALL: [Rule; 11] = [
+        Rule::FittedLine,
+        Rule::CarriedLine,
+        Rule::UnmeasuredRule,
+        Rule::DerivedTile,
+        Rule::AttentionPhase,
+        Rule::AnyOsLine,
+        Rule::LegacyFloor,
+        Rule::VideoEstimate,
+        Rule::Legacy,
+        Rule::MonotoneFloor,
+        Rule::MeasuredCap,
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Rule::FittedLine => "fitted line",

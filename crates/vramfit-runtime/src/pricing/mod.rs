@@ -9,6 +9,7 @@ pub mod legacy;
 mod monotone;
 pub mod platform;
 pub mod source;
+mod steps;
 mod tiled;
 mod video;
 
@@ -28,6 +29,7 @@ use attention::AttnOn;
 use platform::{choose_allocator, detect_os, Detected, EnvSnapshot};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use steps::{Ask, Candidate};
 use tiled::TileOn;
 pub use video::measured_here;
 
@@ -474,161 +476,46 @@ impl Coefficients {
         out
     }
 
-    /// One query priced by its own rules, before the monotone composition
-    /// (`monotone::settle`) compares it with the smaller requests it contains.
+    /// One query priced by its own rules (the steps of `steps::STEPS`, in
+    /// order), before the monotone composition (`monotone::settle`)
+    /// compares it with the smaller requests it contains.
     fn settle_one(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
-        let Resolved { mut key, run, allocator, os } = self.resolve(q, env)?;
+        let mut ask = self.ask(q, env)?;
+        let price = steps::compose(self, q, &mut ask)?;
+        Ok(Settled { ask, price, lifted: None })
+    }
+
+    /// A query resolved for the steps: its key, sizes, cast growth, and
+    /// where its lines are evaluated (the image, one tile, a video run).
+    fn ask(&self, q: &Query, env: &EnvSnapshot) -> Result<Ask<'_>> {
+        let resolved = self.resolve(q, env)?;
         let pixels = pixels(q)?;
-        let loaded = q.loaded_dtype.unwrap_or(run.value);
-        let growth = self.growth(&key.vae, run.value, loaded)?;
-        if let Some(facts) = self.registry.video(&key.vae) {
-            let tile = self.effective_tile(q)?;
-            let mut on = self.video_on(facts, &key, q, tile)?;
-            let priced = self.video_price(&mut key, &mut on)?;
-            let line_phase = priced.total.checked_add(growth).ok_or_else(|| too_large("reservation too large"))?;
-            // A video family with a mid-block attention runs it per latent
-            // frame of the working set: `batch × latent frames` matrices
-            // over one spatial tile.
-            let latent = facts.latent_frames(facts.working_frames(on.run.frames, on.run.temporal_tile));
-            let items = q.batch.checked_mul(latent).ok_or_else(|| too_large("reservation too large"))?;
-            let attention = self.attention_on(&key, q, tile, items, growth, priced.rule, line_phase)?;
-            let (rule, bytes) = match &attention {
-                Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
-                _ => (priced.rule, line_phase),
-            };
-            return Ok(Settled {
-                key,
-                run,
-                allocator,
-                os,
-                pixels,
-                loaded,
-                growth,
-                rule,
-                priced_by: priced.line.map(|(k, _, _)| k),
-                coef: priced.line.map(|(_, c, _)| c),
-                line_bytes: priced.line.map(|(_, _, b)| b),
-                legacy: priced.legacy,
-                bytes,
-                tiled: None,
-                attention,
-                video: Some(on),
-                lifted: None,
-            });
-        }
-        let tile_on = self.tile_on(q, &key, pixels)?;
-        let mut measured = self.measured_line(&mut key, pixels)?.map(|(r, k, c, b)| (r, k, c, b, false));
-        if let (None, Some(t)) = (&measured, &tile_on) {
-            // The derived tile: the platform's untiled line at one tile.
-            let tile = std::mem::replace(&mut key.tile, 0);
-            let untiled = self.measured_line(&mut key, t.tile_pixels);
-            key.tile = tile;
-            measured = untiled?.map(|(_, k, c, b)| (Rule::DerivedTile, k, c, b, true));
-        }
-        let copies = tile_on.as_ref().map_or(0, |t| t.copies_bytes);
-        let (rule, priced_by, coef, line_bytes, legacy, derived) = match measured {
-            Some((rule, by, c, b, derived)) => (rule, Some(by), Some(c), Some(b), None, derived),
-            None => self.unmeasured(&key, q, pixels, growth, tile_on.as_ref())?,
-        };
-        let line_phase = match rule {
-            Rule::LegacyFloor => legacy.unwrap_or(0),
-            _ => line_bytes
-                .unwrap_or(0)
-                .checked_add(if derived { copies } else { 0 })
-                .and_then(|b| b.checked_add(growth))
-                .ok_or_else(|| too_large("reservation too large"))?,
-        };
-        // A guess for a tile never prices above what a measured line of
-        // this platform prices a larger tile (or no tile) of the same image:
-        // a run on a smaller tile holds no more.
-        let cap = match rule {
-            Rule::UnmeasuredRule | Rule::LegacyFloor if key.tile > 0 => self.measured_cap(&mut key, q, pixels)?,
-            _ => None,
-        };
-        let cap = cap.and_then(|(k, c, b)| b.checked_add(growth).filter(|t| *t < line_phase).map(|t| (k, c, b, t)));
-        let (rule, priced_by, coef, line_bytes, derived, line_phase) = match cap {
-            Some((k, c, b, total)) => (Rule::MeasuredCap, Some(k), Some(c), Some(b), false, total),
-            None => (rule, priced_by, coef, line_bytes, derived, line_phase),
-        };
-        let attention = self.attention_on(&key, q, key.tile, q.batch, growth, rule, line_phase)?;
-        let (rule, bytes) = match &attention {
-            Some(a) if a.phase_bytes > line_phase => (Rule::AttentionPhase, a.phase_bytes),
-            _ => (rule, line_phase),
-        };
-        Ok(Settled {
-            key,
-            run,
-            allocator,
-            os,
+        let loaded = q.loaded_dtype.unwrap_or(resolved.run.value);
+        let growth = self.growth(&resolved.key.vae, resolved.run.value, loaded)?;
+        let tile = resolved.key.tile;
+        let mut ask = Ask {
+            resolved,
             pixels,
             loaded,
             growth,
-            rule,
-            priced_by,
-            coef,
-            line_bytes,
-            legacy,
-            bytes,
-            tiled: tile_on.filter(|_| derived),
-            attention,
+            tile,
+            at: pixels,
+            clip: 0,
+            tile_on: None,
             video: None,
-            lifted: None,
-        })
-    }
-
-    /// The unmeasured rule: the largest line of the same (vae, op, tile,
-    /// dtype) on any platform, or of the same VAE, op and tile in another
-    /// dtype on this platform (the demand does not follow the element size,
-    /// so no dtype prices below one measured there); for a tile, also each
-    /// such untiled line priced as a derived tile. Ties go to the first key
-    /// in key order, a measured tile before a derived one. Never below the
-    /// legacy estimate.
-    #[allow(clippy::type_complexity)]
-    fn unmeasured(
-        &self,
-        key: &LineKey,
-        q: &Query,
-        pixels: u64,
-        growth: u64,
-        tile_on: Option<&TileOn>,
-    ) -> Result<(Rule, Option<&LineKey>, Option<&LineCoef>, Option<u64>, Option<u64>, bool)> {
-        // (total, line bytes, key, line, derived)
-        let mut best: Option<(u64, u64, &LineKey, &LineCoef, bool)> = None;
-        for (k, c) in self.unmeasured_candidates(key) {
-            let b = c.at(pixels)?;
-            if best.is_none_or(|(bt, _, bk, _, _)| b > bt || (b == bt && k < bk)) {
-                best = Some((b, b, k, c, false));
-            }
+            legacy: None,
+            attention: None,
+        };
+        if let Some(facts) = self.registry.video(&ask.resolved.key.vae) {
+            // A video line's spatial tile is in its working set.
+            ask.tile = self.effective_tile(q)?;
+            let on = self.video_on(facts, &ask.resolved.key, q, ask.tile)?;
+            (ask.at, ask.clip) = (on.working_set, on.clip_bytes);
+            ask.video = Some(on);
+        } else {
+            ask.tile_on = self.tile_on(q, &ask.resolved.key, pixels)?;
         }
-        if let Some(t) = tile_on {
-            let untiled = LineKey { tile: 0, ..key.clone() };
-            for (k, c) in self.unmeasured_candidates(&untiled) {
-                let b = c.at(t.tile_pixels)?;
-                let total = b.checked_add(t.copies_bytes).ok_or_else(|| too_large("reservation too large"))?;
-                // A measured tile keeps a tie; derived ones tie-break by key order.
-                if best.is_none_or(|(bt, _, bk, _, bd)| total > bt || (total == bt && bd && k < bk)) {
-                    best = Some((total, b, k, c, true));
-                }
-            }
-        }
-        let legacy = self.legacy_at(key, legacy::Shape::of(q));
-        Ok(match (best, legacy) {
-            (None, None) => bail!(
-                "no coefficient line for {key} and no legacy value: nothing measured for \
-                 {}/{}/tile {}/{} and the legacy table has no element size for {}",
-                key.vae,
-                key.op,
-                key.tile,
-                key.dtype,
-                key.dtype
-            ),
-            (Some((t, b, k, c, d)), Some(l)) if t + growth >= l => {
-                (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), Some(l), d)
-            }
-            (Some((_, b, k, c, d)), None) => (Rule::UnmeasuredRule, Some(k), Some(c), Some(b), None, d),
-            (Some((_, b, k, c, d)), Some(l)) => (Rule::LegacyFloor, Some(k), Some(c), Some(b), Some(l), d),
-            (None, Some(l)) => (Rule::LegacyFloor, None, None, None, Some(l), false),
-        })
+        Ok(ask)
     }
 }
 
@@ -646,48 +533,62 @@ fn names_of(registry: &Registry) -> FxHashMap<String, crate::text::Text> {
     names
 }
 
-/// What [`Coefficients::settle`] decides; the line that priced it is
+/// What [`Coefficients::settle`] decides: the resolved query with the
+/// terms its steps consulted, and the answer; the line that priced it is
 /// borrowed from the coefficients (`quote` never copies it).
 struct Settled<'a> {
-    key: LineKey,
-    run: Detected<Dtype>,
-    allocator: ChosenAllocator,
-    os: Detected<Os>,
-    pixels: u64,
-    loaded: Dtype,
-    growth: u64,
-    rule: Rule,
-    priced_by: Option<&'a LineKey>,
-    coef: Option<&'a LineCoef>,
-    line_bytes: Option<u64>,
-    legacy: Option<u64>,
-    bytes: u64,
-    /// A tile priced from an untiled line: its inputs.
-    tiled: Option<TileOn<'a>>,
-    /// The attention phase on a math-kernel platform.
-    attention: Option<AttnOn<'a>>,
-    /// A video family's run and terms.
-    video: Option<video::VideoOn<'a>>,
+    ask: Ask<'a>,
+    price: Candidate<'a>,
     /// The smaller request whose higher price this query takes, settled by
     /// its own rules (`monotone::settle`).
     lifted: Option<Box<(Query, Settled<'a>)>>,
 }
 
-impl Settled<'_> {
+impl<'a> Settled<'a> {
+    fn key(&self) -> &LineKey {
+        self.ask.key()
+    }
+
+    /// The query's own rule and reservation.
+    fn rule(&self) -> Rule {
+        self.price.rule
+    }
+
+    fn bytes(&self) -> u64 {
+        self.price.bytes
+    }
+
+    fn priced_by(&self) -> Option<&'a LineKey> {
+        self.price.line.map(|(k, _, _)| k)
+    }
+
+    fn coef(&self) -> Option<&'a LineCoef> {
+        self.price.line.map(|(_, c, _)| c)
+    }
+
+    fn line_bytes(&self) -> Option<u64> {
+        self.price.line.map(|(_, _, b)| b)
+    }
+
+    /// A tile priced from an untiled line: its inputs.
+    fn tiled(&self) -> Option<&TileOn<'a>> {
+        self.ask.tile_on.as_ref().filter(|_| self.price.derived)
+    }
+
     /// The rule that priced the line phase (the attention phase may have
     /// set the price above it): what the line's warnings are about.
     fn line_rule(&self) -> Rule {
-        self.attention.as_ref().filter(|_| self.rule == Rule::AttentionPhase).map_or(self.rule, |a| a.line_rule)
+        self.ask.attention.as_ref().filter(|_| self.rule() == Rule::AttentionPhase).map_or(self.rule(), |a| a.line_rule)
     }
 
     /// Where the line that priced it was evaluated: one tile's pixels for a
     /// tile priced from an untiled line, the working set for a video run,
     /// else the query's pixels.
     fn line_at(&self) -> u64 {
-        match (&self.tiled, &self.video) {
+        match (self.tiled(), &self.ask.video) {
             (Some(t), _) => t.tile_pixels,
             (_, Some(v)) => v.working_set,
-            _ => self.pixels,
+            _ => self.ask.pixels,
         }
     }
 
@@ -695,12 +596,12 @@ impl Settled<'_> {
     fn extrapolated(&self) -> bool {
         let at = self.line_at();
         !matches!(self.line_rule(), Rule::LegacyFloor | Rule::VideoEstimate)
-            && self.coef.and_then(|c| c.size_range).is_some_and(|[lo, hi]| at < lo || at > hi)
+            && self.coef().and_then(|c| c.size_range).is_some_and(|[lo, hi]| at < lo || at > hi)
     }
 
     /// The reservation after the monotone composition.
     fn final_bytes(&self) -> u64 {
-        self.lifted.as_ref().map_or(self.bytes, |l| l.1.bytes)
+        self.lifted.as_ref().map_or(self.bytes(), |l| l.1.bytes())
     }
 
     /// The rule that set the final reservation.
@@ -708,7 +609,7 @@ impl Settled<'_> {
         if self.lifted.is_some() {
             Rule::MonotoneFloor
         } else {
-            self.rule
+            self.rule()
         }
     }
 }
@@ -716,19 +617,19 @@ impl Settled<'_> {
 impl Pricer for Coefficients {
     fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
         let s = self.settle(q, env)?;
-        Ok(Quote { bytes: s.final_bytes(), rule: s.final_rule(), own: (s.rule, s.bytes), line: s.key })
+        Ok(Quote { bytes: s.final_bytes(), rule: s.final_rule(), own: (s.rule(), s.bytes()), line: s.ask.resolved.key })
     }
 
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let s = self.settle(q, env)?;
         let base = s.line_rule();
-        let size_range = s.coef.as_ref().and_then(|c| c.size_range);
+        let size_range = s.coef().and_then(|c| c.size_range);
         let at = s.line_at();
         let extrapolated = s.extrapolated();
-        let priced_by = || s.priced_by.as_ref().map(|k| k.to_string()).unwrap_or_default();
-        let tile_asked = match &s.video {
+        let priced_by = || s.priced_by().map(|k| k.to_string()).unwrap_or_default();
+        let tile_asked = match &s.ask.video {
             Some(v) => (q.tile != v.run.tile).then_some(q.tile),
-            None => tile_asked(q, &s.key),
+            None => tile_asked(q, s.key()),
         };
         let mut warnings: Vec<String> = tile_asked.map(|t| covers_warning(t, q)).into_iter().collect();
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
@@ -738,35 +639,37 @@ impl Pricer for Coefficients {
                 priced_by()
             ));
         }
-        match s.video.as_ref().and_then(|v| v.estimate).filter(|_| base == Rule::VideoEstimate) {
+        match s.ask.video.as_ref().and_then(|v| v.estimate).filter(|_| base == Rule::VideoEstimate) {
             Some((e, _)) => warnings.push(format!(
                 "no line measured for {}: priced by {}'s published video estimate (its source: `estimate`)",
-                s.key, e.host
+                s.key(),
+                e.host
             )),
             None if matches!(base, Rule::UnmeasuredRule | Rule::LegacyFloor) => {
-                warnings.push(format!("no line measured for {}: priced by the {}", s.key, base.as_str()))
+                warnings.push(format!("no line measured for {}: priced by the {}", s.key(), base.as_str()))
             }
             None => {}
         }
-        if let Some(by) = s.priced_by.filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key.dtype) {
+        if let Some(by) = s.priced_by().filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key().dtype) {
             warnings.push(format!(
                 "{by}, measured in {} on this platform, sets the floor for {}: a run dtype is never priced below \
                  another dtype's measured line of the same VAE (the demand does not follow the element size)",
-                by.dtype, s.key.dtype
+                by.dtype,
+                s.key().dtype
             ));
         }
-        if !self.family_measured(&s.key.vae) {
+        if !self.family_measured(&s.key().vae) {
             warnings.push(format!(
                 "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
                  the previous estimator's guess, not a measurement",
-                s.key.vae
+                s.key().vae
             ));
         }
-        if let Some(n) = s.coef.as_ref().map(|c| c.simulated_points).filter(|n| *n > 0) {
+        if let Some(n) = s.coef().map(|c| c.simulated_points).filter(|n| *n > 0) {
             warnings.push(format!(
                 "{} rests on {n} point(s) made on a simulated device (ingested with --allow-simulated): a memory \
                  model's figures, not measurements",
-                s.priced_by.as_ref().map_or_else(|| s.key.to_string(), |k| k.to_string())
+                s.priced_by().map_or_else(|| s.key().to_string(), |k| k.to_string())
             ));
         }
         if base == Rule::AnyOsLine {
@@ -775,14 +678,14 @@ impl Pricer for Coefficients {
                 priced_by()
             ));
         }
-        if let Some(a) = s.attention.as_ref().filter(|a| a.wrong_output) {
+        if let Some(a) = s.ask.attention.as_ref().filter(|a| a.wrong_output) {
             warnings.push(format!(
                 "one attention matrix here has {}² = {} elements, at or past {} where {}'s SDPA silently returns wrong \
                  output: tile the decode (plan does)",
                 a.sequence,
                 u128::from(a.sequence).pow(2),
                 a.platform.wrong_output_at.unwrap_or(0),
-                s.key.conv_backend
+                s.key().conv_backend
             ));
         }
         let lifted = s.lifted.as_ref().map(|l| monotone::lifted(&s, &l.0, &l.1));
@@ -793,27 +696,27 @@ impl Pricer for Coefficients {
             bytes: s.final_bytes(),
             mib: s.final_bytes().div_ceil(MIB),
             rule: s.final_rule(),
-            slope: s.coef.as_ref().map(|c| Slope(c.slope_centi)),
-            base_mib: s.coef.as_ref().map(|c| c.base_mib),
-            pixels: s.pixels,
-            line_bytes: s.line_bytes,
-            weight_growth_bytes: s.growth,
-            legacy_bytes: s.legacy,
+            slope: s.coef().map(|c| Slope(c.slope_centi)),
+            base_mib: s.coef().map(|c| c.base_mib),
+            pixels: s.ask.pixels,
+            line_bytes: s.line_bytes(),
+            weight_growth_bytes: s.ask.growth,
+            legacy_bytes: s.ask.legacy,
             extrapolated,
             size_range,
-            measured_on: s.coef.as_ref().map(|c| c.devices.clone()).unwrap_or_default(),
-            loaded_dtype: s.loaded,
+            measured_on: s.coef().map(|c| c.devices.clone()).unwrap_or_default(),
+            loaded_dtype: s.ask.loaded,
             tile_asked,
             warnings,
-            video: s.video.as_ref().map(video::VideoOn::terms),
-            tiled: s.tiled.as_ref().map(|t| t.terms(s.line_bytes.unwrap_or(0))),
-            attention: s.attention.as_ref().map(AttnOn::terms),
+            video: s.ask.video.as_ref().map(video::VideoOn::terms),
+            tiled: s.tiled().map(|t| t.terms(s.line_bytes().unwrap_or(0))),
+            attention: s.ask.attention.as_ref().map(AttnOn::terms),
             lifted,
-            priced_by: s.priced_by.cloned(),
-            run_dtype: s.run,
-            allocator: s.allocator.detected(),
-            os: s.os,
-            line: s.key,
+            priced_by: s.priced_by().cloned(),
+            run_dtype: s.ask.resolved.run,
+            allocator: s.ask.resolved.allocator.detected(),
+            os: s.ask.resolved.os,
+            line: s.ask.resolved.key,
         })
     }
 }

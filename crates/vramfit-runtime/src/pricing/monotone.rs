@@ -45,7 +45,7 @@ impl Coefficients {
                 }
                 Err(_) => continue,
             };
-            if s.bytes > best.as_ref().map_or(own.bytes, |(_, b)| b.bytes) {
+            if s.bytes() > best.as_ref().map_or(own.bytes(), |(_, b)| b.bytes()) {
                 best = Some((corner, s));
             }
         }
@@ -57,16 +57,16 @@ impl Coefficients {
     /// (in a fixed order, so a tie keeps the first).
     fn corners(&self, q: &Query, own: &Settled<'_>) -> Vec<Query> {
         let (w, h) = (q.width, q.height);
-        let family = &own.key.vae;
+        let family = &own.key().vae;
         let mut out = Vec::new();
-        match own.video.as_ref() {
+        match own.ask.video.as_ref() {
             None => {
                 let measured = self.line_tiles.get(&(family.clone(), q.op)).map_or(&[][..], Vec::as_slice);
-                for tile in spatial_corners(own.key.tile, w, h, measured) {
+                for tile in spatial_corners(own.key().tile, w, h, measured) {
                     out.push(Query { tile, ..q.clone() });
                 }
-                if own.key.tile != 0 {
-                    out.push(shrunk_to_tile(q, own.key.tile));
+                if own.key().tile != 0 {
+                    out.push(shrunk_to_tile(q, own.key().tile));
                 }
             }
             Some(v) => {
@@ -179,14 +179,14 @@ pub(super) fn lifted(own: &Settled<'_>, smaller: &Query, by: &Settled<'_>) -> Li
         width: smaller.width,
         height: smaller.height,
         frames: smaller.frames,
-        tile: by.video.as_ref().map_or(by.key.tile, |v| v.run.tile),
-        temporal_tile: by.video.as_ref().map(|v| v.run.temporal_tile),
-        rule: by.rule,
-        priced_by: by.priced_by.cloned(),
-        bytes: by.bytes,
+        tile: by.ask.video.as_ref().map_or(by.key().tile, |v| v.run.tile),
+        temporal_tile: by.ask.video.as_ref().map(|v| v.run.temporal_tile),
+        rule: by.rule(),
+        priced_by: by.priced_by().cloned(),
+        bytes: by.bytes(),
         extrapolated: by.extrapolated(),
-        own_rule: own.rule,
-        own_bytes: own.bytes,
+        own_rule: own.rule(),
+        own_bytes: own.bytes(),
     }
 }
 
