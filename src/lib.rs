@@ -16,7 +16,7 @@
 // The runtime crate's modules, at the paths the rest of the house names
 // them by (`crate::pricing`, `crate::contract`, …): the floors below
 // `points` are a crate of their own, and this crate only uses them.
-pub use vramfit_runtime::{contract, exact, pricing, registry, text, vocab};
+pub use vramfit_runtime::{contract, exact, pricing, registry, text, vocab, words};
 
 pub mod cli;
 pub mod coefficients;
@@ -29,6 +29,7 @@ pub mod fit;
 pub mod fsio;
 pub mod heap;
 pub mod lines;
+pub mod mirror;
 pub mod par;
 pub mod places;
 pub mod plan;

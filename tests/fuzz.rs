@@ -138,7 +138,7 @@ fn at_mut<'a>(v: &'a mut Value, path: &[Value]) -> &'a mut Value {
 
 /// One structure-aware mutation: a value replaced, removed, duplicated, or
 /// an unknown key added.
-fn mutate_json(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
+pub(crate) fn mutate_json(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(text) else { return mutate_bytes(rng, text) };
     let mut all = Vec::new();
     paths(&v, vec![], &mut all);

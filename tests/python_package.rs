@@ -514,16 +514,250 @@ for node in ast.walk(tree):
     names = []
     if isinstance(node, ast.Import):
         names = [a.name.split(".")[0] for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 1:
+        # The package's own generated module, and nothing else of its own.
+        names = [] if (node.module or "_generated") == "_generated" and all(
+            a.name in ("_generated",) or node.module == "_generated" for a in node.names) else ["relative"]
     elif isinstance(node, ast.ImportFrom):
         names = [(node.module or "").split(".")[0]]
     for n in names:
         assert n in stdlib, n
 print("ok")
 "#;
-    let out = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(repo().join("python/vramfit/__init__.py"))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
+    for module in ["__init__.py", "_generated.py"] {
+        let out = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(repo().join("python/vramfit").join(module))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "ok",
+            "{module}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The package's generated module is what the runtime's tables write now:
+/// a vocabulary, alias, rule label or refusal changed in Rust and not
+/// regenerated fails here (`VRAMFIT_UPDATE_PYTHON=1` rewrites it).
+#[test]
+fn the_generated_module_is_current() {
+    let path = repo().join(vramfit::mirror::PATH);
+    let want = vramfit::mirror::python_module();
+    if std::env::var_os("VRAMFIT_UPDATE_PYTHON").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(have == want, "{} is stale: run `VRAMFIT_UPDATE_PYTHON=1 cargo test generated` and review", path.display());
+    // The check sees a stale module: one alias dropped from the tables.
+    let stale = want.replace("\"torch.half\", ", "");
+    assert_ne!(stale, want);
+}
+
+/// The package reads every table from the generated module: none of its
+/// words is written twice in `__init__.py`.
+#[test]
+fn the_package_repeats_no_generated_table() {
+    let text = std::fs::read_to_string(repo().join("python/vramfit/__init__.py")).unwrap();
+    // The code, less its docstrings (prose may say what a refusal says).
+    let init: String = text.split("\"\"\"").step_by(2).collect();
+    for w in vramfit::words::ALL {
+        // The longest run of words between two values of each template.
+        let head = w.text.split(['{', '}']).step_by(2).max_by_key(|s| s.len()).unwrap();
+        if head.len() >= 16 {
+            assert!(!init.contains(head), "__init__.py repeats the words of {}: {head:?}", w.id);
+        }
+    }
+    for r in vramfit::pricing::Rule::ALL {
+        assert!(!init.contains(&format!("\"{}\"", r.as_str())), "__init__.py repeats the label of {r:?}");
+    }
+    for alias in ["torch.bfloat16", "\"osx\"", "\"hip\"", "\"f16\""] {
+        assert!(!init.contains(alias), "__init__.py repeats a vocabulary: {alias}");
+    }
+}
+
+/// Every spelling the CLI accepts of a dtype, backend, allocator and OS
+/// (each alias, in other cases and with spaces around it), and a few it
+/// refuses: both sides read them alike.
+fn spelling_queries() -> Vec<Q> {
+    use vramfit::vocab::{ConvBackend, Dtype};
+    let base = Q {
+        model: "sdxl".into(),
+        op: "decode",
+        width: 1024,
+        height: 1024,
+        batch: 1,
+        tile: 0,
+        dtype: Some("fp16".into()),
+        loaded: None,
+        fp32: None,
+        backend: "cudnn".into(),
+        allocator: "native".into(),
+        os: "linux".into(),
+        env: vec![],
+        host: None,
+        frames: 1,
+        temporal_tile: None,
+        refused: None,
+    };
+    let variants = |s: &str| vec![s.to_string(), s.to_uppercase(), format!(" {s}\t"), s.to_string() + "x"];
+    let mut out = Vec::new();
+    for s in Dtype::SPELLINGS {
+        for v in variants(s) {
+            out.push(Q { dtype: Some(v.clone()), ..base.clone() });
+            out.push(Q { loaded: Some(v), dtype: None, ..base.clone() });
+        }
+    }
+    for s in ConvBackend::SPELLINGS {
+        out.extend(variants(s).into_iter().map(|v| Q { backend: v, ..base.clone() }));
+    }
+    for s in Os::SPELLINGS.iter().chain(&["auto"]) {
+        out.extend(variants(s).into_iter().map(|v| Q { os: v, allocator: "auto".into(), ..base.clone() }));
+    }
+    let allocators = [
+        "native",
+        "cudaMallocAsync",
+        "expandable_segments",
+        "expandable-segments",
+        "backend:native",
+        "backend:cudaMallocAsync",
+        "expandable_segments:True",
+        "expandable_segments:False",
+        "auto",
+    ];
+    for s in allocators {
+        out.extend(variants(s).into_iter().map(|v| Q { allocator: v, ..base.clone() }));
+    }
+    out
+}
+
+/// The answers of both sides, query by query: the same JSON, or the same
+/// refusal word for word. Returns how many each side answered and refused.
+fn agree(qs: &[Q], paths: &[String]) -> (usize, usize) {
+    let input = Value::Array(qs.iter().zip(paths).map(|(q, p)| q.python(p)).collect());
+    let answers = python_answers(&input);
+    let host = EnvSnapshot::from_process().host_os;
+    let (mut answered, mut refused) = (0, 0);
+    let mut disagree = Vec::new();
+    for ((q, path), answer) in qs.iter().zip(paths).zip(&answers) {
+        let env = EnvSnapshot { vars: q.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), host_os: host };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = vramfit::cli::run_from(q.cli_args(path), &env, &mut out, &mut err);
+        let err = String::from_utf8_lossy(&err);
+        // The CLI refuses a file it cannot load before it reads the query,
+        // naming the file first.
+        let file_refused = code == 2 && err.starts_with(&format!("error: {path}"));
+        let py_file_refused = answer.get("load").is_some();
+        match (code, answer.get("ok"), answer.get("error")) {
+            (0, Some(py), None) => {
+                let cli: Value = serde_json::from_slice(&out).unwrap();
+                if &cli == py {
+                    answered += 1;
+                } else {
+                    disagree.push(format!("{q:?} on {path}: CLI {cli} / Python {py}"));
+                }
+            }
+            (2, None, Some(Value::String(_))) if file_refused && py_file_refused => refused += 1,
+            // clap names the flag around a refused spelling.
+            (2, None, Some(Value::String(py)))
+                if !file_refused && !py_file_refused && err.starts_with("error: ") && err.contains(py.as_str()) =>
+            {
+                refused += 1
+            }
+            _ => {
+                let said = answer.get("ok").map_or_else(|| answer.to_string(), |_| "an answer".to_string());
+                disagree
+                    .push(format!("{q:?} on {path}: the CLI exits {code} ({}), Python gives {said}", err.trim_end()));
+            }
+        }
+    }
+    assert!(
+        disagree.is_empty(),
+        "{} disagreements, the first:\n{}",
+        disagree.len(),
+        disagree[..disagree.len().min(12)].join("\n")
+    );
+    (answered, refused)
+}
+
+#[test]
+fn every_spelling_is_read_alike() {
+    let qs = spelling_queries();
+    let path = coefficients_path().display().to_string();
+    let (answered, refused) = agree(&qs, &vec![path; qs.len()]);
+    // Each spelling as written, upper-cased and padded answers; with a
+    // letter added it is refused.
+    assert!(answered >= 3 * (qs.len() / 4) - 8, "{answered} of {}", qs.len());
+    assert!(refused >= qs.len() / 4 - 4, "{refused} of {}", qs.len());
+}
+
+/// The shipped file mutated as the fuzz test mutates it (a field removed,
+/// duplicated or replaced by another value): where the CLI loads it, the
+/// package answers every query the same, or refuses it in the same words;
+/// where the CLI refuses the file, so does the package.
+#[test]
+fn mutated_coefficient_files_are_priced_alike() {
+    let dir = scratch();
+    let shipped = std::fs::read(coefficients_path()).unwrap();
+    let base = queries();
+    let mut rng = Rng::new(0xA9_2EE5);
+    let (mut qs, mut paths) = (Vec::new(), Vec::new());
+    for case in 0..400 {
+        let path = dir.path().join(format!("vae-{case}.json"));
+        // Every other file keeps its shape and has one figure changed, so
+        // it loads and prices: a slope, a base, a tile, a count of copies.
+        let bytes =
+            if case % 2 == 0 { crate::fuzz::mutate_json(&mut rng, &shipped) } else { nudge(&mut rng, &shipped) };
+        std::fs::write(&path, bytes).unwrap();
+        for _ in 0..4 {
+            qs.push(rng.pick(&base).clone());
+            paths.push(path.display().to_string());
+        }
+    }
+    let (answered, refused) = agree(&qs, &paths);
+    assert!(answered >= 600, "{answered} answered, {refused} refused of {}", qs.len());
+}
+
+/// The file with one figure changed, written as `emit` writes: an integer
+/// halved, doubled, raised by one or set to 0, or a decimal doubled or set
+/// to 0 or 1.5.
+fn nudge(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
+    fn figures(v: &Value, at: &mut Vec<String>, out: &mut Vec<String>) {
+        match v {
+            Value::Object(o) => o.iter().for_each(|(k, x)| {
+                at.push(k.replace('~', "~0").replace('/', "~1"));
+                figures(x, at, out);
+                at.pop();
+            }),
+            Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| {
+                at.push(i.to_string());
+                figures(x, at, out);
+                at.pop();
+            }),
+            Value::Number(_) => out.push(format!("/{}", at.join("/"))),
+            Value::String(s) if s.parse::<f64>().is_ok() => out.push(format!("/{}", at.join("/"))),
+            _ => {}
+        }
+    }
+    let mut v: Value = serde_json::from_slice(text).unwrap();
+    let mut all = Vec::new();
+    figures(&v, &mut Vec::new(), &mut all);
+    let at = rng.pick(&all).clone();
+    let slot = v.pointer_mut(&at).unwrap();
+    *slot = match slot.clone() {
+        Value::Number(n) => {
+            let n = n.as_u64().unwrap_or(1);
+            json!(*rng.pick(&[0, n / 2, n.saturating_mul(2), n + 1]))
+        }
+        Value::String(s) => {
+            let doubled = format!("{}", s.parse::<f64>().unwrap() * 2.0);
+            json!(*rng.pick(&["0", "1.5", doubled.as_str()]))
+        }
+        other => other,
+    };
+    let mut out = serde_json::to_vec_pretty(&v).unwrap();
+    out.push(b'\n');
+    out
 }

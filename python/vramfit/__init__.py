@@ -24,6 +24,7 @@ validates only what it reads.
 
 import json
 import os as _os
+import re
 import sys
 from dataclasses import dataclass, field
 from dataclasses import replace as _replace
@@ -44,50 +45,34 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-MIB = 1 << 20
+from . import _generated as _g
+from ._generated import FORMAT, MAX_PIXELS, MIB, TILE_STEP, VERSION
+
 
 
 class _TooLarge(ValueError):
     """A figure past what 64 bits of bytes hold: the request is too large to price (a request containing one is
     too large itself)."""
-#: The largest ``width × height × batch`` vramfit prices.
-MAX_PIXELS = 1 << 48
-#: A tile edge is a whole number of latent pixels of an 8x VAE.
-TILE_STEP = 8
 _U64 = (1 << 64) - 1
-FORMAT = "vramfit-coefficients"
-VERSION = 2
+_U64_MAX = _U64
 
-# The closed vocabularies, canonical spelling first, in vramfit's order
-# (the order decides which of two equal lines prices a key).
-_OPS = (("decode", ()), ("encode", ()))
-_DTYPES = (
-    ("fp16", ("float16", "half", "torch.float16", "torch.half", "f16")),
-    ("bf16", ("bfloat16", "torch.bfloat16")),
-    ("fp32", ("float32", "float", "torch.float32", "torch.float", "f32")),
-)
-_BACKENDS = (("cudnn", ("cuda",)), ("miopen", ("rocm", "hip")), ("mps", ()), ("xpu", ()), ("cpu", ()))
-_OSES = (("linux", ()), ("windows", ("win32", "win")), ("macos", ("darwin", "osx")), ("any", ()))
-_ALLOCATORS = ("native", "cudaMallocAsync", "expandable_segments")
-_ELEM = {"fp16": 2, "bf16": 2, "fp32": 4}
+# The closed vocabularies (canonical spelling first, with PyTorch's names as
+# aliases), the rule labels and the words of every refusal are vramfit's own
+# tables, generated into `_generated.py`.
+_OPS, _DTYPES, _BACKENDS, _OSES, _ALLOCATORS = _g.OPS, _g.DTYPES, _g.BACKENDS, _g.OSES, _g.ALLOCATORS
+_ELEM = _g.ELEM_BYTES
+_RULE_TEXT = _g.RULE_TEXT
+
+
+def _say(words, **values):
+    """The words of the refusal ``words`` (a name in ``_generated.WORDS``), as vramfit says them."""
+    return _g.WORDS[words].format(**values)
 
 # The allocator variables in the order PyTorch reads them; a ROCm build
 # reads PYTORCH_HIP_ALLOC_CONF first.
 ALLOC_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 HIP_ALLOC_VAR = "PYTORCH_HIP_ALLOC_CONF"
 
-_RULE_TEXT = {
-    "fitted-line": "fitted line",
-    "carried-line": "carried line",
-    "any-os-line": "line measured without an OS",
-    "unmeasured-rule": "unmeasured rule",
-    "derived-tile": "derived tile",
-    "attention-phase": "attention phase",
-    "legacy-floor": "legacy floor",
-    "video-estimate": "video estimate",
-    "monotone-floor": "monotone floor",
-    "measured-cap": "measured cap",
-}
 
 
 def _rank(table):
@@ -127,7 +112,7 @@ def _spelling(what, table, given):
         if _fold(text) == _fold(canon) or any(_fold(text) == _fold(a) for a in aliases):
             return canon
     accepted = ", ".join(c for c, _ in table)
-    raise ValueError("unknown %s '%s' (accepted: %s)" % (what, text, accepted))
+    raise ValueError(_say("UNKNOWN_SPELLING", what=what, given=text, accepted=accepted))
 
 
 def allocator_of_conf(conf):
@@ -167,9 +152,7 @@ def _allocator(given):
     found = allocator_of_conf(text)
     if found is None:
         raise ValueError(
-            "unknown allocator '%s' (accepted: native, cudaMallocAsync, expandable_segments (also "
-            "PYTORCH_CUDA_ALLOC_CONF forms: backend:native, backend:cudaMallocAsync, "
-            "expandable_segments:True, expandable_segments:False))" % _trim(str(given))
+            _say("UNKNOWN_SPELLING", what="allocator", given=_trim(str(given)), accepted=_g.ALLOCATORS_ACCEPTED)
         )
     return found
 
@@ -370,6 +353,138 @@ def _slope_text(centi):
     return "%d.%02d" % (centi // 100, centi % 100)
 
 
+_SCHEMA = json.loads(_g.COEFFICIENTS_SCHEMA)
+_INT_RANGE = {"uint": (0, _U64_MAX), "uint64": (0, _U64_MAX), "uint32": (0, (1 << 32) - 1), "uint8": (0, 255)}
+_JSON_TYPE = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _shape_error(value, schema, at):
+    """Why ``value`` does not have the shape ``schema`` gives it (vramfit's own schema of the file, generated into
+    ``_generated.py``), or None. The subset of JSON Schema that schema uses: $ref, type, const, enum, pattern,
+    format ranges of integers, minimum, properties, required, additionalProperties, items, minItems, maxItems,
+    anyOf and oneOf."""
+    if "$ref" in schema:
+        schema = _SCHEMA["$defs"][schema["$ref"].rsplit("/", 1)[1]]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            errors = [_shape_error(value, s, at) for s in schema[key]]
+            if all(errors):
+                return errors[0]
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        def fits(ty):
+            if ty == "integer":
+                return isinstance(value, int) and not isinstance(value, bool)
+            if ty == "number":
+                return isinstance(value, (int, float)) and not isinstance(value, bool)
+            return isinstance(value, _JSON_TYPE[ty])
+        if not any(fits(ty) for ty in types):
+            return "%s: expected %s, found %s" % (at, " or ".join(types), json.dumps(value)[:40])
+    if "const" in schema and value != schema["const"]:
+        return "%s: expected %s" % (at, json.dumps(schema["const"]))
+    if "enum" in schema and value not in schema["enum"]:
+        return "%s: %s is not one of %s" % (at, json.dumps(value)[:40], ", ".join(map(str, schema["enum"])))
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        return "%s: '%s' is not a decimal" % (at, value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        low, high = _INT_RANGE.get(schema.get("format"), (None, None))
+        low = max(low, schema["minimum"]) if low is not None and "minimum" in schema else schema.get("minimum", low)
+        if (low is not None and value < low) or (high is not None and value > high):
+            return "%s: %d is out of range" % (at, value)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for name in schema.get("required", ()):
+            if name not in value:
+                return "%s: missing field '%s'" % (at, name)
+        # vramfit reads a file in canonical form, so an object with named fields has no other field.
+        extra = schema.get("additionalProperties", not props)
+        for name, v in value.items():
+            sub = props.get(name, extra)
+            if sub is False:
+                return "%s: unknown field '%s'" % (at, name)
+            if isinstance(sub, dict):
+                e = _shape_error(v, sub, "%s.%s" % (at, name))
+                if e:
+                    return e
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
+            return "%s: %d items" % (at, len(value))
+        for i, v in enumerate(value):
+            e = _shape_error(v, schema.get("items", {}), "%s[%d]" % (at, i))
+            if e:
+                return e
+    return None
+
+
+def _check_pricer_facts(data, where):
+    """What vramfit's loader checks of a file beyond its shape (``contract::load``'s ``validate``), in its words:
+    a file the CLI refuses, the package refuses too."""
+    for l in data["lines"]:
+        at = "%s: lines[%s]" % (where, Coefficients._key(l, where))
+        if l["kind"] not in ("fitted", "carried"):
+            raise ValueError("%s: kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)"
+                             % at)
+        if l["base_mib"] * MIB > _g.MAX_BYTES:
+            raise ValueError("%s: base_mib: %d is too large" % (at, l["base_mib"]))
+        rng = l.get("size_range")
+        if rng is not None and (rng[0] == 0 or rng[0] > rng[1]):
+            raise ValueError("%s: size_range: [%d, %d] is not a range of positive sizes" % (at, rng[0], rng[1]))
+        if l["points"] != len(l["point_ids"]):
+            raise ValueError("%s: points: %d but point_ids lists %d" % (at, l["points"], len(l["point_ids"])))
+        env = l.get("envelope")
+        if l["kind"] == "fitted" and (env is None or rng is None or not all(
+                _is_fraction(env[f]) for f in ("slope", "base"))):
+            raise ValueError("%s: envelope: a fitted line carries its exact envelope and measured size range" % at)
+    keys = {Coefficients._key(l, where) for l in data["lines"]}
+    for l in data.get("insufficient", []):
+        key = Coefficients._key(l, where)
+        if key in keys:
+            raise ValueError("%s: insufficient[%s]: the key appears twice" % (where, key))
+        keys.add(key)
+    if data["unmeasured"]["rule"] != _g.UNMEASURED_RULE:
+        raise ValueError("%s: unmeasured.rule: '%s' is not a rule this vramfit implements (%s)"
+                         % (where, data["unmeasured"]["rule"], _g.UNMEASURED_RULE))
+    if _exact(data["ratio_bound"]) < 1 or _exact(data["margin"]) < 0:
+        raise ValueError("%s: margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1" % where)
+    seen = set()
+    for tile in data.get("tiles", []):
+        if tile == 0 or tile in seen:
+            raise ValueError("%s: tiles: %d is zero or listed twice" % (where, tile))
+        seen.add(tile)
+    tiling = data.get("tiling")
+    if tiling is not None:
+        if tiling["default_host"] not in tiling["hosts"]:
+            raise ValueError("%s: tiling.default_host: '%s' is not one of tiling.hosts" % (where, tiling["default_host"]))
+        for name, host in sorted(tiling["hosts"].items()):
+            if _exact(host["copies"]) < 0:
+                raise ValueError("%s: tiling.hosts.%s.copies: a count of copies is at least 0" % (where, name))
+    for p in (data.get("attention") or {}).get("platforms", []):
+        if _exact(p["bytes_per_score"]) <= 0:
+            raise ValueError("%s: attention.platforms[%s].bytes_per_score: more than 0 (0 would silently remove the "
+                             "phase)" % (where, p["conv_backend"]))
+    names = {}
+    for family in sorted(data["registry"]):
+        for name in [family] + list(data["registry"][family].get("models", [])):
+            if _fold(name) in names:
+                raise ValueError("%s: registry: '%s' names both '%s' and '%s'" % (where, name, names[_fold(name)], family))
+            names[_fold(name)] = family
+
+
+def _is_fraction(text):
+    """Whether vramfit reads ``text`` as an exact fraction (``"452"``, ``"-13/10"``: integers of 128 bits, a
+    denominator not 0), as an envelope is written."""
+    parts = [_trim(p) for p in _trim(text).split("/", 1)]
+    if not all(re.fullmatch(r"[+-]?[0-9]+", p) and abs(int(p)) < 1 << 127 for p in parts):
+        return False
+    return len(parts) == 1 or int(parts[1]) != 0
+
+
+def _exact(text):
+    """A decimal or fraction of the file (``"0.05"``, ``"13/10"``) as an exact Fraction."""
+    return Fraction(str(text))
+
+
 class Coefficients:
     """A coefficients file, indexed for pricing."""
 
@@ -379,6 +494,10 @@ class Coefficients:
             raise ValueError("%s: not a vramfit coefficients file (missing key 'format' = '%s')" % (where, FORMAT))
         if data.get("version") != VERSION:
             raise ValueError("%s: version %r; this reader reads version %d" % (where, data.get("version"), VERSION))
+        problem = _shape_error(data, _SCHEMA, "file")
+        if problem:
+            raise ValueError("%s: %s" % (where, problem))
+        _check_pricer_facts(data, where)
         self.source = source
         self.data = data
         self.lines = {}
@@ -435,14 +554,14 @@ class Coefficients:
             f if not self.registry[f].get("models") else "%s (%s)" % (f, ", ".join(self.registry[f]["models"]))
             for f in self.families
         )
-        raise ValueError("unknown vae or model '%s' (known: %s)" % (name, known))
+        raise ValueError(_say("UNKNOWN_MODEL", name=name, known=known))
 
     def _effective_tile(self, tile, width, height):
         if tile != 0 and tile >= width and tile >= height:
             return 0
         if tile % TILE_STEP != 0:
-            raise ValueError("--tile %d: a tile is a multiple of %d pixels (one latent pixel of an 8x VAE), e.g. %d or %d"
-                             % (tile, TILE_STEP, tile // TILE_STEP * TILE_STEP, (tile // TILE_STEP + 1) * TILE_STEP))
+            raise ValueError(_say("TILE_STEP", tile=tile, step=TILE_STEP, below=tile // TILE_STEP * TILE_STEP,
+                                  above=(tile // TILE_STEP + 1) * TILE_STEP))
         return tile
 
     def _math_platform(self, key):
@@ -466,7 +585,7 @@ class Coefficients:
         held = self.attention["held_tensors"] * batch * block["heads"] * block["head_dim"] * sequence * _ELEM[key.dtype]
         phase = scores + held + growth
         if max(scores, held, phase) > _U64:
-            raise _TooLarge("the attention phase of %dx%d × %d items is too large to price" % (w, h, batch))
+            raise _TooLarge(_say("ATTENTION_TOO_LARGE", width=w, height=h, items=batch))
         limit = platform.get("wrong_output_at")
         return {
             "bytes_per_score": str(platform["bytes_per_score"]),
@@ -485,12 +604,11 @@ class Coefficients:
         t = self.tiling
         if t is None:
             if host is not None:
-                raise ValueError("--host %s: these coefficients declare no tiling hosts" % host)
+                raise ValueError(_say("NO_TILING_HOSTS", host=host))
             return None
         name = t["default_host"] if host is None else _trim(str(host))
         if name not in t["hosts"]:
-            raise ValueError("--host %s: not a host these coefficients know (known: %s)"
-                             % (name, ", ".join(sorted(t["hosts"]))))
+            raise ValueError(_say("UNKNOWN_HOST", host=name, known=", ".join(sorted(t["hosts"]))))
         return name, t["hosts"][name], host is not None
 
     def _tile_on(self, key, width, height, batch, pixels, host):
@@ -506,24 +624,23 @@ class Coefficients:
         copies = Fraction(str(entry["copies"])) * 3 * _ELEM[key.dtype] * pixels
         copies_bytes = -(-copies.numerator // copies.denominator)
         if copies_bytes > _U64:
-            raise _TooLarge("the output copies of %d px are too large to price" % pixels)
+            raise _TooLarge(_say("COPIES_TOO_LARGE", pixels=pixels))
         return name, entry, given, tile_pixels, copies_bytes
 
     def _run_dtype(self, family, dtype, loaded, fp32):
         if fp32 is not None:
             if not self.registry.get(family, {}).get("fp32_switch", False):
-                raise ValueError("--fp32 is the SD nodes' switch; for family '%s' give --dtype" % family)
+                raise ValueError(_say("FP32_SWITCH", family=family))
             by_switch = "fp32" if fp32 else "fp16"
             f = "true" if fp32 else "false"
             if dtype is not None and dtype != by_switch:
-                raise ValueError("--dtype %s contradicts --fp32 %s (an SD node with fp32 = %s runs %s)"
-                                 % (dtype, f, f, by_switch))
+                raise ValueError(_say("DTYPE_CONTRADICTS_FP32", dtype=dtype, fp32=f, runs=by_switch))
             return Detected(by_switch, "fp32 = %s (SD node rule)" % f)
         if dtype is not None:
             return Detected(dtype, "flag")
         if loaded is not None:
             return Detected(loaded, "the loaded dtype")
-        raise ValueError("say which dtype the VAE runs in: --dtype fp16|bf16|fp32 (or --fp32 true|false for SD)")
+        raise ValueError(_say("NO_DTYPE"))
 
     def _platform_default(self, backend, os_):
         for d in self.allocator_defaults:
@@ -577,9 +694,7 @@ class Coefficients:
             return 0
         params = self.registry.get(family, {}).get("params")
         if params is None:
-            raise ValueError(
-                "a %s → %s cast grows the weights, but family '%s' has no weight count (params) in the "
-                "registry; add it to fits/policy.toml, or give --loaded-dtype %s" % (loaded, run, family, run))
+            raise ValueError(_say("NO_WEIGHT_COUNT", loaded=loaded, run=run, family=family))
         return params * (_ELEM[run] - _ELEM[loaded])
 
     def _measured_line(self, key, pixels):
@@ -625,21 +740,17 @@ class Coefficients:
         facts = self.registry.get(family, {}).get("video")
         if facts is None:
             if frames != 1:
-                raise ValueError("--frames %d: '%s' is an image VAE; only a video family decodes frames"
-                                 % (frames, family))
+                raise ValueError(_say("IMAGE_FRAMES", frames=frames, family=family))
             if temporal_tile:
-                raise ValueError("--temporal-tile %d: '%s' is an image VAE; only a video family has a temporal tile"
-                                 % (temporal_tile, family))
+                raise ValueError(_say("IMAGE_TEMPORAL_TILE", tt=temporal_tile, family=family))
             return None
         if facts["walk"] == "causal":
             if temporal_tile:
-                raise ValueError("--temporal-tile %d: '%s' decodes one causal step of %d frame(s) at a time and "
-                                 "takes no temporal tile" % (temporal_tile, family, facts["frames"]))
+                raise ValueError(_say("CAUSAL_TEMPORAL_TILE", tt=temporal_tile, family=family, frames=facts["frames"]))
             return 0
         if facts["walk"] == "all":
             if temporal_tile:
-                raise ValueError("--temporal-tile %d: '%s' decodes every frame at once and takes no temporal tile"
-                                 % (temporal_tile, family))
+                raise ValueError(_say("WHOLE_CLIP_TEMPORAL_TILE", tt=temporal_tile, family=family))
             return 0
         t = temporal_tile if temporal_tile is not None else facts["frames"]
         # A temporal tile at least the clip does nothing: the whole clip.
@@ -678,13 +789,13 @@ class Coefficients:
         clip = Fraction(str(e["clip_copies"])) * 3 * elem * width * height * frames * batch
         total = e["base_mib"] * MIB + _ceil(work) + _ceil(clip)
         if total > _U64:
-            raise _TooLarge("the %s estimate for %s is too large to price" % (e["host"], key))
+            raise _TooLarge(_say("ESTIMATE_TOO_LARGE", host=e["host"], key=key))
         return total
 
     def _reserve_video(self, key, facts, width, height, frames, batch, tile, growth):
         """A video key's price: (rule, priced_by, coef, line_bytes, legacy, total, video terms)."""
         if frames <= 0:
-            raise ValueError("--frames must be positive")
+            raise ValueError(_say("FRAMES_POSITIVE"))
         elem = _ELEM[key.dtype]
         wf = self._working_frames(facts, frames, key.temporal_tile)
         area = width * height if tile == 0 else min(tile, width) * min(tile, height)
@@ -692,7 +803,7 @@ class Coefficients:
         copies_text = "0" if self.video is None else str(self.video["%s_clip_copies" % key.op])
         clip_bytes = _ceil(Fraction(copies_text) * 3 * elem * width * height * frames * batch)
         if working_set > _U64 or clip_bytes > _U64:
-            raise _TooLarge("%dx%d × %d frames × batch %d is too large to price" % (width, height, frames, batch))
+            raise _TooLarge(_say("CLIP_TOO_LARGE", width=width, height=height, frames=frames, batch=batch))
         estimate = None
         measured = self._measured_line(key, working_set)
         legacy = None
@@ -731,10 +842,10 @@ class Coefficients:
             else:
                 legacy = self._legacy_at(_replace(key, tile=0), working_set, 1, 1)
                 if legacy is None:
-                    raise ValueError("no line, no declared estimate and no legacy value for %s" % key)
+                    raise ValueError(_say("NO_VIDEO_PRICE", key=key))
                 rule, total = "legacy-floor", legacy
         if total > _U64:
-            raise _TooLarge("reservation too large")
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
         terms = {
             "frames": frames,
             "tile": tile,
@@ -760,8 +871,8 @@ class Coefficients:
             try:
                 r = self._reserve_one(model, op, **corner, **query)
             except _TooLarge as e:
-                raise _TooLarge("%dx%d × batch %d is too large to price: a smaller request it contains is (%s)"
-                                % (width, height, query.get("batch", 1), e)) from None
+                raise _TooLarge(_say("CONTAINS_TOO_LARGE", width=width, height=height, batch=query.get("batch", 1),
+                                     error=e)) from None
             except ValueError:
                 continue  # a smaller request no rule can price sets nothing
             if r.bytes > (own if best is None else best[1]).bytes:
@@ -841,7 +952,7 @@ class Coefficients:
         else:
             this_os = _host_os()
             if this_os is None:
-                raise ValueError("cannot tell the host OS; give --os")
+                raise ValueError(_say("NO_OS"))
             os_d = Detected(this_os, "host")
         if alloc_choice is not None:
             alloc_d = Detected(alloc_choice, "flag")
@@ -853,7 +964,7 @@ class Coefficients:
 
         pixels = width * height * batch
         if pixels > MAX_PIXELS:
-            raise _TooLarge("%dx%d × batch %d is too large to price" % (width, height, batch))
+            raise _TooLarge(_say("TOO_LARGE", width=width, height=height, batch=batch))
         loaded = loaded_given or run.value
         growth = self._growth(family, run.value, loaded)
         if key_tt is not None:
@@ -897,10 +1008,7 @@ class Coefficients:
                         best = (b + tile_on[4], b, k, c, True)
             legacy = self._legacy_at(key, width, height, batch)
             if best is None and legacy is None:
-                raise ValueError(
-                    "no coefficient line for %s and no legacy value: nothing measured for %s/%s/tile %d/%s and "
-                    "the legacy table has no element size for %s"
-                    % (key, key.vae, key.op, key.tile, key.dtype, key.dtype))
+                raise ValueError(_say("NO_IMAGE_PRICE", key=key, vae=key.vae, op=key.op, tile=key.tile, dtype=key.dtype))
             if best is None:
                 rule, priced_by, coef, line_bytes = "legacy-floor", None, None, None
             else:
@@ -921,7 +1029,7 @@ class Coefficients:
                 rule, priced_by, coef, line_bytes = ("measured-cap",) + tuple(cap[1:])
                 derived, total = False, cap[3] + growth
         if total > _U64:
-            raise _TooLarge("reservation too large")
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
         tiled = None
         if derived:
             name, entry, given, tile_pixels, copies_bytes = tile_on
@@ -1033,9 +1141,9 @@ def _check_query(width, height, batch, tile, frames, temporal_tile, env):
         if v > _U64:
             raise ValueError("invalid value '%d' for '%s': number too large to fit in target type" % (v, flag))
     if batch < 1:
-        raise ValueError("--batch must be at least 1")
+        raise ValueError(_say("BATCH_POSITIVE"))
     if frames < 0:
-        raise ValueError("--frames must be positive")
+        raise ValueError(_say("FRAMES_POSITIVE"))
     if env is not None:
         for k, v in env.items():
             if not isinstance(k, str) or not isinstance(v, str):
@@ -1102,11 +1210,11 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         key, facts, width, height, frames, batch, tile_priced, growth)
     final = total + growth
     if final > _U64:
-        raise _TooLarge("reservation too large")
+        raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
     # A mid-block attention runs per latent frame of the working set.
     latent = (terms["working_frames"] - 1) // max(facts["temporal"], 1) + 1
     if batch * latent > _U64:
-        raise _TooLarge("reservation too large")
+        raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
     attention = self._attention(key, width, height, tile_priced, batch * latent, growth, rule, final)
     size_range = coef.size_range if coef is not None else None
     at = terms["working_set"]

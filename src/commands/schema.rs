@@ -4,7 +4,6 @@
 //! program does not have. The committed copies under `schemas/` are held
 //! to these by a test.
 
-use crate::coefficients::CoefficientsFile;
 use crate::plan::Plan;
 use crate::points::Point;
 use crate::policy::schema::PolicyFile;
@@ -65,7 +64,7 @@ fn root<T: JsonSchema>(written: bool) -> Value {
 /// The schema of one kind, as JSON.
 pub fn schema(kind: SchemaKind) -> Value {
     let (mut s, title) = match kind {
-        SchemaKind::Coefficients => (root::<CoefficientsFile>(true), "vramfit coefficients (fits/vae.json)"),
+        SchemaKind::Coefficients => return crate::contract::schema(),
         SchemaKind::Points => (root::<StoreDocument>(true), "vramfit points (measurements/vae.json)"),
         SchemaKind::Policy => (root::<PolicyFile>(false), "vramfit policy (fits/policy.toml, as parsed TOML)"),
         SchemaKind::Reserve => (root::<ReserveReport>(true), "vramfit reserve --format json"),
@@ -74,9 +73,6 @@ pub fn schema(kind: SchemaKind) -> Value {
     s["title"] = json!(title);
     // The fixed values of a file's frame.
     let fixed: &[(&str, Value)] = match kind {
-        SchemaKind::Coefficients => {
-            &[("format", json!(crate::coefficients::FORMAT)), ("version", json!(crate::coefficients::VERSION))]
-        }
         SchemaKind::Points => &[("format", json!("vramfit-points")), ("version", json!(1))],
         _ => &[],
     };

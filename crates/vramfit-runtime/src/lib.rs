@@ -17,3 +17,4 @@ pub mod pricing;
 pub mod registry;
 pub mod text;
 pub mod vocab;
+pub mod words;

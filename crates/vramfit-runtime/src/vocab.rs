@@ -16,7 +16,9 @@ pub struct UnknownSpelling {
 
 impl fmt::Display for UnknownSpelling {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown {} '{}' (accepted: {})", self.what, self.given, self.accepted)
+        let at: [(&str, &dyn fmt::Display); 3] =
+            [("what", &self.what), ("given", &self.given), ("accepted", &self.accepted)];
+        f.write_str(&crate::words::UNKNOWN_SPELLING.fill(&at))
     }
 }
 
@@ -81,6 +83,10 @@ macro_rules! vocabulary {
             /// Every spelling accepted, canonical ones and aliases (what the
             /// Python package's vocabularies are held to).
             pub const SPELLINGS: &'static [&'static str] = &[$($canon $(, $alias)*),+];
+
+            /// Each canonical spelling with its aliases, in canonical order
+            /// (what the Python package's generated vocabularies hold).
+            pub const TABLE: &'static [(&'static str, &'static [&'static str])] = &[$(($canon, &[$($alias),*])),+];
 
             /// The canonical spellings joined for an error message.
             pub fn accepted() -> String {

@@ -144,3 +144,15 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
 pub fn load(file: &Path) -> Result<CoefficientsFile> {
     parse(&crate::io::read_text(file)?, &crate::io::shown(file))
 }
+
+/// The JSON Schema of the file, as `emit` writes it: what `vramfit schema
+/// coefficients` prints and what the Python package checks a file against
+/// before it reads it.
+pub fn schema() -> serde_json::Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    let mut s = settings.into_generator().into_root_schema_for::<CoefficientsFile>().to_value();
+    s["title"] = serde_json::json!("vramfit coefficients (fits/vae.json)");
+    s["properties"]["format"]["const"] = serde_json::json!(FORMAT);
+    s["properties"]["version"]["const"] = serde_json::json!(VERSION);
+    s
+}

@@ -33,8 +33,10 @@ impl Coefficients {
             0 => (q.width, q.height),
             t => (u64::from(t).min(q.width), u64::from(t).min(q.height)),
         };
-        let too_large =
-            || super::too_large(format!("the attention phase of {}x{} × {} items is too large to price", w, h, items));
+        let too_large = || {
+            let at: [(&str, &dyn std::fmt::Display); 3] = [("width", &w), ("height", &h), ("items", &items)];
+            super::too_large(crate::words::ATTENTION_TOO_LARGE.fill(&at))
+        };
         let sequence = block.sequence(w, h).ok_or_else(too_large)?;
         let phase = platform.phase(&block, held_tensors, key.dtype, sequence, items).ok_or_else(too_large)?;
         let phase_bytes = phase.0.checked_add(phase.1).and_then(|b| b.checked_add(growth)).ok_or_else(too_large)?;

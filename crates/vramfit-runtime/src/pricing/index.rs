@@ -147,7 +147,9 @@ impl Coefficients {
         } else {
             self.names.get(n)
         };
-        found.ok_or_else(|| anyhow!("unknown vae or model '{name}' (known: {})", self.registry().describe()))
+        found.ok_or_else(|| {
+            anyhow!(crate::words::UNKNOWN_MODEL.fill(&[("name", &name), ("known", &self.registry().describe())]))
+        })
     }
 
     /// Tile edges a query may ask for: 0 (untiled), the tiles `plan` falls

@@ -22,6 +22,7 @@ pub use answer::{
 use crate::contract::{is_os_specific, LineKey};
 use crate::exact::MIB;
 use crate::vocab::{Dtype, Os};
+use crate::words;
 use anyhow::{anyhow, bail, Result};
 use attention::AttnOn;
 pub use index::{Coefficients, LineCoef, TILE_STEP};
@@ -55,11 +56,11 @@ impl Coefficients {
     fn run_dtype(&self, q: &Query, family: &str) -> Result<Detected<Dtype>> {
         if let Some(f) = q.fp32 {
             if !self.registry.0.get(family).is_some_and(|e| e.fp32_switch) {
-                bail!("--fp32 is the SD nodes' switch; for family '{family}' give --dtype");
+                bail!(words::FP32_SWITCH.fill(&[("family", &family)]));
             }
             let by_switch = if f { Dtype::Fp32 } else { Dtype::Fp16 };
             if let Some(d) = q.dtype.filter(|d| *d != by_switch) {
-                bail!("--dtype {d} contradicts --fp32 {f} (an SD node with fp32 = {f} runs {by_switch})");
+                bail!(words::DTYPE_CONTRADICTS_FP32.fill(&[("dtype", &d), ("fp32", &f), ("runs", &by_switch)]));
             }
             return Ok(Detected { value: by_switch, from: format!("fp32 = {f} (SD node rule)").into() });
         }
@@ -69,7 +70,7 @@ impl Coefficients {
         if let Some(d) = q.loaded_dtype {
             return Ok(Detected { value: d, from: "the loaded dtype".into() });
         }
-        bail!("say which dtype the VAE runs in: --dtype fp16|bf16|fp32 (or --fp32 true|false for SD)")
+        bail!(words::NO_DTYPE.text)
     }
 
     /// The tile that prices a query: a tile at least as large as both sides
@@ -82,12 +83,12 @@ impl Coefficients {
             return Ok(0);
         }
         if !q.tile.is_multiple_of(TILE_STEP) {
-            bail!(
-                "--tile {}: a tile is a multiple of {TILE_STEP} pixels (one latent pixel of an 8x VAE), e.g. {} or {}",
-                q.tile,
-                q.tile / TILE_STEP * TILE_STEP,
-                (q.tile / TILE_STEP + 1) * TILE_STEP
-            );
+            bail!(words::TILE_STEP.fill(&[
+                ("tile", &q.tile),
+                ("step", &TILE_STEP),
+                ("below", &(q.tile / TILE_STEP * TILE_STEP)),
+                ("above", &((q.tile / TILE_STEP + 1) * TILE_STEP)),
+            ]));
         }
         Ok(q.tile)
     }
@@ -104,7 +105,7 @@ impl Coefficients {
         let run = self.run_dtype(q, family)?;
         let os = match q.os {
             Choice::Given(o) => Detected { value: o, from: "flag".into() },
-            Choice::Auto => detect_os(env).ok_or_else(|| anyhow!("cannot tell the host OS; give --os"))?,
+            Choice::Auto => detect_os(env).ok_or_else(|| anyhow!(words::NO_OS.text))?,
         };
         let allocator = match q.allocator {
             Choice::Given(a) => ChosenAllocator { value: a, why: None },
@@ -140,21 +141,19 @@ impl Coefficients {
     fn temporal_tile(&self, q: &Query, family: &str) -> Result<Option<u32>> {
         let Some(facts) = self.registry.video(family) else {
             if q.frames != 1 {
-                bail!("--frames {}: '{family}' is an image VAE; only a video family decodes frames", q.frames);
+                bail!(words::IMAGE_FRAMES.fill(&[("frames", &q.frames), ("family", &family)]));
             }
             if let Some(t @ 1..) = q.temporal_tile {
-                bail!("--temporal-tile {t}: '{family}' is an image VAE; only a video family has a temporal tile");
+                bail!(words::IMAGE_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]));
             }
             return Ok(None);
         };
         match (facts.walk, q.temporal_tile) {
-            (crate::registry::Walk::Causal, Some(t @ 1..)) => bail!(
-                "--temporal-tile {t}: '{family}' decodes one causal step of {} frame(s) at a time and takes no \
-                 temporal tile",
-                facts.frames
-            ),
+            (crate::registry::Walk::Causal, Some(t @ 1..)) => {
+                bail!(words::CAUSAL_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family), ("frames", &facts.frames)]))
+            }
             (crate::registry::Walk::All, Some(t @ 1..)) => {
-                bail!("--temporal-tile {t}: '{family}' decodes every frame at once and takes no temporal tile")
+                bail!(words::WHOLE_CLIP_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]))
             }
             _ => {}
         }
@@ -166,10 +165,7 @@ impl Coefficients {
             return Ok(0);
         }
         let params = self.file.registry.get(family).and_then(|e| e.params).ok_or_else(|| {
-            anyhow!(
-                "a {loaded} → {run} cast grows the weights, but family '{family}' has no weight count \
-                 (params) in the registry; add it to fits/policy.toml, or give --loaded-dtype {run}"
-            )
+            anyhow!(words::NO_WEIGHT_COUNT.fill(&[("loaded", &loaded), ("run", &run), ("family", &family)]))
         })?;
         params
             .checked_mul(run.elem_bytes() - loaded.elem_bytes())
@@ -233,8 +229,9 @@ fn pixels(q: &Query) -> Result<u64> {
     if q.width == 0 || q.height == 0 || q.batch == 0 {
         bail!("width, height and batch must be positive");
     }
-    crate::exact::pixels(q.width, q.height, q.batch)
-        .ok_or_else(|| too_large(format!("{}x{} × batch {} is too large to price", q.width, q.height, q.batch)))
+    crate::exact::pixels(q.width, q.height, q.batch).ok_or_else(|| {
+        too_large(words::TOO_LARGE.fill(&[("width", &q.width), ("height", &q.height), ("batch", &q.batch)]))
+    })
 }
 
 impl Coefficients {

@@ -38,10 +38,9 @@ impl Coefficients {
             let s = match self.settle_one(&corner, env) {
                 Ok(s) => s,
                 Err(e) if e.is::<super::TooLarge>() => {
-                    return Err(super::too_large(format!(
-                        "{}x{} × batch {} is too large to price: a smaller request it contains is ({e})",
-                        q.width, q.height, q.batch
-                    )))
+                    let at: [(&str, &dyn std::fmt::Display); 4] =
+                        [("width", &q.width), ("height", &q.height), ("batch", &q.batch), ("error", &e)];
+                    return Err(super::too_large(crate::words::CONTAINS_TOO_LARGE.fill(&at)));
                 }
                 Err(_) => continue,
             };

@@ -52,7 +52,7 @@ impl QueryOptions {
     /// The pricing question, checked.
     pub fn query(&self) -> Result<Query> {
         if self.query.batch == 0 {
-            bail!("--batch must be at least 1");
+            bail!(crate::words::BATCH_POSITIVE.text);
         }
         Ok(self.query.clone())
     }

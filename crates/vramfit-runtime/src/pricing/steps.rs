@@ -147,7 +147,7 @@ pub(super) fn compose<'a>(c: &'a Coefficients, q: &Query, ask: &mut Ask<'a>) -> 
 }
 
 fn add(a: u64, b: u64) -> Result<u64> {
-    a.checked_add(b).ok_or_else(|| super::too_large("reservation too large"))
+    a.checked_add(b).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))
 }
 
 /// The query's own line, or its platform's line measured without an OS,
@@ -283,8 +283,9 @@ impl Step for HostEstimate {
         let (Some(on), Some(v)) = (ask.video.as_mut(), c.file.video.as_ref()) else { return Ok(None) };
         let key = &ask.resolved.key;
         for (e, bytes) in v.estimates(&key.vae, key.op, on.facts, on.run) {
-            let bytes = bytes
-                .ok_or_else(|| super::too_large(format!("the {} estimate for {key} is too large to price", e.host)))?;
+            let bytes = bytes.ok_or_else(|| {
+                super::too_large(crate::words::ESTIMATE_TOO_LARGE.fill(&[("host", &e.host), ("key", key)]))
+            })?;
             if on.estimate.is_none_or(|(_, b)| bytes > b) {
                 on.estimate = Some((e, bytes));
             }
@@ -321,7 +322,7 @@ impl Step for LegacyFloor {
             }
             let l = c
                 .legacy_at(&LineKey { tile: 0, ..key.clone() }, legacy::Shape::pixels(ask.at))
-                .ok_or_else(|| anyhow!("no line, no declared estimate and no legacy value for {key}"))?;
+                .ok_or_else(|| anyhow!(crate::words::NO_VIDEO_PRICE.fill(&[("key", key)])))?;
             ask.legacy = Some(l);
             let bytes = add(l, ask.growth)?;
             return Ok(Some(Candidate {
@@ -334,15 +335,9 @@ impl Step for LegacyFloor {
         }
         let legacy = c.legacy_at(key, legacy::Shape::of(q));
         if let (None, None) = (so_far, legacy) {
-            bail!(
-                "no coefficient line for {key} and no legacy value: nothing measured for {}/{}/tile {}/{} and the \
-                 legacy table has no element size for {}",
-                key.vae,
-                key.op,
-                key.tile,
-                key.dtype,
-                key.dtype
-            );
+            let at: [(&str, &dyn std::fmt::Display); 5] =
+                [("key", key), ("vae", &key.vae), ("op", &key.op), ("tile", &key.tile), ("dtype", &key.dtype)];
+            bail!(crate::words::NO_IMAGE_PRICE.fill(&at));
         }
         ask.legacy = legacy;
         // The previous estimator's figure stands as it is (it has no cast
@@ -414,7 +409,7 @@ impl Step for AttentionPhase {
         let items = match &ask.video {
             Some(on) => {
                 let latent = on.facts.latent_frames(on.facts.working_frames(on.run.frames, on.run.temporal_tile));
-                q.batch.checked_mul(latent).ok_or_else(|| super::too_large("reservation too large"))?
+                q.batch.checked_mul(latent).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?
             }
             None => q.batch,
         };

@@ -12,7 +12,7 @@ impl Coefficients {
     pub(super) fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::contract::TilingHost, bool)>> {
         let Some(t) = self.file.tiling.as_ref() else {
             return match &q.host {
-                Some(h) => bail!("--host {h}: these coefficients declare no tiling hosts"),
+                Some(h) => bail!(crate::words::NO_TILING_HOSTS.fill(&[("host", h)])),
                 None => Ok(None),
             };
         };
@@ -22,10 +22,10 @@ impl Coefficients {
         };
         match t.hosts.get_key_value(name) {
             Some((n, h)) => Ok(Some((n.as_str(), h, given))),
-            None => bail!(
-                "--host {name}: not a host these coefficients know (known: {})",
-                t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-            ),
+            None => {
+                let known = t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+                bail!(crate::words::UNKNOWN_HOST.fill(&[("host", &name), ("known", &known)]))
+            }
         }
     }
 
@@ -41,7 +41,7 @@ impl Coefficients {
             .ok_or_else(|| super::too_large(format!("tile {t} × batch {} is too large to price", q.batch)))?;
         let copies_bytes = h
             .copies_bytes(key.dtype, pixels)
-            .ok_or_else(|| super::too_large(format!("the output copies of {pixels} px are too large to price")))?;
+            .ok_or_else(|| super::too_large(crate::words::COPIES_TOO_LARGE.fill(&[("pixels", &pixels)])))?;
         Ok(Some(TileOn { host, given, h, tile_pixels, copies_bytes }))
     }
 }

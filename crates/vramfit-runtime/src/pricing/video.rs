@@ -55,12 +55,15 @@ impl Coefficients {
     ) -> Result<VideoOn<'a>> {
         let (width, height, frames, batch) = (q.width, q.height, q.frames, q.batch);
         if frames == 0 {
-            bail!("--frames must be positive");
+            bail!(crate::words::FRAMES_POSITIVE.text);
         }
         let run =
             Run { width, height, frames, batch, tile, temporal_tile: key.temporal_tile.unwrap_or(0), dtype: key.dtype };
-        let too_large =
-            || super::too_large(format!("{width}x{height} × {frames} frames × batch {batch} is too large to price"));
+        let too_large = || {
+            let at: [(&str, &dyn std::fmt::Display); 4] =
+                [("width", &width), ("height", &height), ("frames", &frames), ("batch", &batch)];
+            super::too_large(crate::words::CLIP_TOO_LARGE.fill(&at))
+        };
         let working_set = run.working_set(facts).ok_or_else(too_large)?;
         let copies = self.file.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(key.op));
         let clip_bytes = run.clip_bytes(copies).ok_or_else(too_large)?;
