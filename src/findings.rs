@@ -8,9 +8,9 @@ use serde::Serialize;
 pub const POINTS_FILE: &str = "measurements/vae.json";
 pub const POLICY_FILE: &str = "fits/policy.toml";
 pub const SHIPPED_FILE: &str = "fits/vae.json";
-pub const PRICING_CODE: &str = "src/pricing/mod.rs";
+pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps.rs";
 
-/// Every check's stable code, in the order the README documents them. The
+/// Every check's stable code, in the order docs/verify.md lists them. The
 /// JSON and GitHub outputs spell them in kebab case (`points-changed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]

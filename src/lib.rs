@@ -28,6 +28,7 @@ pub mod findings;
 pub mod fit;
 pub mod fsio;
 pub mod heap;
+pub mod ingest;
 pub mod lines;
 pub mod mirror;
 pub mod par;

@@ -126,7 +126,10 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
     // working set and the clip copies for a video one.
     let coords: Vec<(u64, u64)> = pts
         .iter()
-        .map(|p| policy.fit_coordinates(p).ok_or_else(|| anyhow!("measurements/vae.json: point '{}' (line {key}): its working set or clip copies are too large to price under fits/policy.toml's clip copies", p.id)))
+        .map(|p| policy.fit_coordinates(p).ok_or_else(|| {
+            let what = format!("point '{}' (line {key}): its working set or clip copies are too large to price under fits/policy.toml's clip copies", p.id);
+            anyhow::Error::new(crate::places::InputError::in_file(crate::findings::POINTS_FILE, what).point(&p.id))
+        }))
         .collect::<Result<_>>()?;
     let mut sizes: Vec<u64> = coords.iter().map(|(x, _)| *x).collect();
     sizes.sort_unstable();

@@ -9,6 +9,8 @@
 /// The 1-based line where the shipped line `key` (`vae/op/tile/backend/allocator/os/dtype`)
 /// is written in a pretty-printed coefficients file, and, when `field` is
 /// given, the line of that field inside it.
+pub use vramfit_runtime::io::InputError;
+
 pub fn coefficients_line(text: &str, key: &str, field: Option<&str>) -> Option<u64> {
     let parts: Vec<&str> = key.split('/').collect();
     let [vae, op, tiles, backend, allocator, os, dtype] = parts[..] else { return None };
@@ -80,20 +82,6 @@ pub fn policy_key_line(text: &str, key: &str) -> Option<u64> {
         .map(|i| i as u64 + 1)
 }
 
-/// `(file, line)` of an error message that starts `FILE:LINE: …` (every
-/// row error does), else the file a message starts with (`FILE: …`) and no line.
-pub fn message_place(message: &str) -> Option<(String, Option<u64>)> {
-    let head = message.split(": ").next()?;
-    if let Some((file, line)) = head.rsplit_once(':') {
-        if let Ok(n) = line.parse::<u64>() {
-            return (!file.is_empty()).then(|| (file.to_string(), Some(n)));
-        }
-    }
-    // A path-like head: it names a file (has an extension or a folder).
-    let looks_like_file = !head.contains(' ') && (head.contains('/') || head.contains('.'));
-    looks_like_file.then(|| (head.to_string(), None))
-}
-
 /// Sets `at` on every finding: the line of its file to look at, read from
 /// the files under `root` (each read once, and the store only when a
 /// finding points into it); the first line where nothing closer is found.
@@ -162,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn store_policy_and_message_places() {
+    fn store_policy_and_input_error_places() {
         let store =
             "{\"format\":\"vramfit-points\",\"version\":1,\"points\":[\n{\"id\":\"a\",\"x\":1},\n{\"id\":\"b\"}\n]}\n";
         assert_eq!(store_line(store, "b"), Some(3));
@@ -170,8 +158,12 @@ mod tests {
         let policy = "margin = 0.05\nratio_bound = 1.3\n\n[[exclude]]\nid = \"p1\"\nreason = \"x\"\n";
         assert_eq!(policy_id_line(policy, "p1"), Some(5));
         assert_eq!(policy_key_line(policy, "ratio_bound"), Some(2));
-        assert_eq!(message_place("new.csv:8: model: unknown model 'hunyuan'"), Some(("new.csv".into(), Some(8))));
-        assert_eq!(message_place("measurements/vae.json: point 'x': …"), Some(("measurements/vae.json".into(), None)));
-        assert_eq!(message_place("--batch must be at least 1"), None);
+        // An input error's place is data, whatever its words say.
+        let e = InputError::at_line("new.csv", 8u64, "model: unknown model 'hunyuan'").field("model");
+        assert_eq!((e.file.as_str(), e.line, e.field.as_deref()), ("new.csv", Some(8), Some("model")));
+        assert_eq!(e.to_string(), "new.csv:8: model: unknown model 'hunyuan'");
+        let wrapped = anyhow::Error::new(e.clone()).context("while ingesting");
+        assert_eq!(InputError::of(&wrapped), Some(&e));
+        assert_eq!(InputError::of(&anyhow::anyhow!("new.csv:8: words alone place nothing")), None);
     }
 }

@@ -235,3 +235,69 @@ fn file_writes(text: &str) -> Vec<&'static str> {
         .filter(|w| code.contains(w))
         .collect()
 }
+
+/// A backquoted token of the design that names a path of the repository.
+fn names_a_path(token: &str) -> bool {
+    let exts = [".rs", ".md", ".toml", ".json", ".py", ".csv", ".sh"];
+    !token.contains([' ', '*', '{', '<']) && (token.ends_with('/') || exts.iter().any(|e| token.ends_with(e)))
+}
+
+/// A backquoted `module::symbol` of the design (the module one of the house).
+fn names_a_symbol<'a>(token: &'a str, floors: &BTreeMap<String, u32>) -> Option<(&'a str, &'a str)> {
+    let (module, rest) = token.split_once("::")?;
+    let symbol = rest.rsplit("::").next()?;
+    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (floors.contains_key(module) && plain(symbol) && rest.split("::").all(plain)).then_some((module, symbol))
+}
+
+/// Whether a module of either crate defines `symbol` (a function, type,
+/// trait, constant, module or re-export of that name, or a file).
+fn defines(module: &str, symbol: &str) -> bool {
+    let mut files = Vec::new();
+    for src in [repo().join("src"), runtime_src()] {
+        let (file, dir) = (src.join(format!("{module}.rs")), src.join(module));
+        if file.exists() {
+            files.push(file);
+        }
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    let kinds = ["fn", "struct", "enum", "trait", "const", "static", "type", "mod"];
+    files.iter().any(|f| {
+        let text = fs::read_to_string(f).unwrap();
+        f.file_stem().is_some_and(|s| s == symbol)
+            || kinds.iter().any(|k| text.contains(&format!("{k} {symbol}")))
+            || text.lines().any(|l| l.trim_start().starts_with("pub use") && l.contains(symbol))
+    })
+}
+
+/// DESIGN.md stays short (rust-analyzer's architecture page, not a manual)
+/// and true: every path it names exists, and every `module::symbol` it
+/// names is defined in that module.
+#[test]
+fn the_design_is_short_and_names_only_what_exists() {
+    let design = fs::read_to_string(repo().join("docs/DESIGN.md")).unwrap();
+    let lines = design.lines().count();
+    assert!(lines <= 250, "docs/DESIGN.md has {lines} lines; it holds at most 250");
+    let floors = floors();
+    let (mut paths, mut symbols, mut gone) = (0, 0, Vec::new());
+    for token in design.split('`').skip(1).step_by(2) {
+        if names_a_path(token) {
+            paths += 1;
+            if !repo().join(token).exists() {
+                gone.push(format!("path {token}"));
+            }
+        } else if let Some((module, symbol)) = names_a_symbol(token, &floors) {
+            symbols += 1;
+            if !defines(module, symbol) {
+                gone.push(format!("symbol {token}"));
+            }
+        }
+    }
+    assert!(paths >= 15 && symbols >= 20, "{paths} paths, {symbols} symbols checked");
+    assert!(gone.is_empty(), "docs/DESIGN.md names what is not there:\n{}", gone.join("\n"));
+    // The checks see a moved file and a renamed function.
+    assert!(names_a_path("src/coefficients/fields.rs") && !repo().join("src/coefficients/fields.rs").exists());
+    assert!(!defines("verify", "no_such_check") && defines("verify", "certificate"));
+}

@@ -183,3 +183,27 @@ fn a_wrong_figure_in_an_example_is_caught() {
     let right = text.replace("4735", "4734");
     assert_eq!(missing(&["4734 MiB".to_string()], &run(&blocks(&right).pop().unwrap(), &right)[0].1), None);
 }
+
+/// The steps `.ci/run` takes (its `echo "== step"` lines), in order.
+fn ci_steps(script: &str) -> Vec<String> {
+    script
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("echo \"== ")?.strip_suffix('"'))
+        .map(|s| s.split(['(', ':', ',']).next().unwrap_or(s).trim().to_string())
+        .collect()
+}
+
+/// docs/development.md lists the CI steps as `.ci/run` takes them: each
+/// step's name, in bold, in the script's order, and no other.
+#[test]
+fn the_development_guide_lists_the_ci_steps_in_order() {
+    let steps = ci_steps(&std::fs::read_to_string(repo().join(".ci/run")).unwrap());
+    assert!(steps.len() >= 8, "{steps:?}");
+    let doc = std::fs::read_to_string(repo().join("docs/development.md")).unwrap();
+    let ci = doc.split("- CI: `bash .ci/run`").nth(1).expect("the CI bullet").split("\n- ").next().unwrap();
+    let listed: Vec<String> = ci.split("**").skip(1).step_by(2).map(str::to_string).collect();
+    assert_eq!(listed, steps, "docs/development.md's CI steps are not .ci/run's");
+    // The check sees a step dropped from the script.
+    let fewer = ci_steps("echo \"== format\"\necho \"== tests (the README's test command)\"\n");
+    assert_eq!(fewer, ["format", "tests"]);
+}

@@ -64,9 +64,9 @@ _ELEM = _g.ELEM_BYTES
 _RULE_TEXT = _g.RULE_TEXT
 
 
-def _say(words, **values):
-    """The words of the refusal ``words`` (a name in ``_generated.WORDS``), as vramfit says them."""
-    return _g.WORDS[words].format(**values)
+def _say(_template, **values):
+    """The words of the template ``_template`` (a name in ``_generated.WORDS``) filled in, as vramfit says them."""
+    return _g.WORDS[_template].format(**values)
 
 # The allocator variables in the order PyTorch reads them; a ROCm build
 # reads PYTORCH_HIP_ALLOC_CONF first.
@@ -480,6 +480,18 @@ def _is_fraction(text):
     return len(parts) == 1 or int(parts[1]) != 0
 
 
+def _edit_distance(a, b):
+    """Levenshtein's distance: the fewest one-character insertions, deletions and substitutions from a to b."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a):
+        diagonal, row[0] = row[0], i + 1
+        for j, cb in enumerate(b):
+            above = row[j + 1]
+            row[j + 1] = min(diagonal + (ca != cb), above + 1, row[j] + 1)
+            diagonal = above
+    return row[len(b)]
+
+
 def _exact(text):
     """A decimal or fraction of the file (``"0.05"``, ``"13/10"``) as an exact Fraction."""
     return Fraction(str(text))
@@ -550,11 +562,26 @@ class Coefficients:
             entry = self.registry[fam]
             if _fold(fam) == wanted or any(_fold(m) == wanted for m in entry.get("models", [])):
                 return fam
+        guess = self._nearest(name)
+        if guess is not None:
+            raise ValueError(_say("UNKNOWN_MODEL_GUESS", name=name, guess=guess, families=", ".join(self.families)))
         known = ", ".join(
             f if not self.registry[f].get("models") else "%s (%s)" % (f, ", ".join(self.registry[f]["models"]))
             for f in self.families
         )
         raise ValueError(_say("UNKNOWN_MODEL", name=name, known=known))
+
+    def _nearest(self, name):
+        """The registered name nearest to ``name`` by edit distance (ASCII case ignored), if a typo away: at most
+        two edits and fewer than the name's characters; a tie keeps the first (each family, then its models)."""
+        asked = _fold(_trim(str(name)))
+        best = None
+        for fam in self.families:
+            for known in [fam] + list(self.registry[fam].get("models", [])):
+                d = _edit_distance(asked, _fold(known))
+                if best is None or d < best[0]:
+                    best = (d, known)
+        return best[1] if best is not None and best[0] <= 2 and best[0] < len(asked) else None
 
     def _effective_tile(self, tile, width, height):
         if tile != 0 and tile >= width and tile >= height:
@@ -865,7 +892,7 @@ class Coefficients:
         contains where a rule's domain ends (docs/DESIGN.md, "Monotone composition"): the highest sets the
         price, so a larger request never reserves less."""
         asked = {"width": width, "height": height, "tile": tile, "frames": frames, "temporal_tile": temporal_tile}
-        own = self._reserve_one(model, op, **asked, **query)
+        own = self._ambiguity(model, self._reserve_one(model, op, **asked, **query))
         best = None
         for corner in self._corners(own, asked):
             try:
@@ -901,6 +928,16 @@ class Coefficients:
                       _RULE_TEXT[own.rule], own.bytes))
         return _replace(own, bytes=by.bytes, mib=-(-by.bytes // MIB), rule="monotone-floor", lifted=lifted,
                            warnings=list(own.warnings) + [warning])
+
+    def _ambiguity(self, model, r):
+        """``r`` with the warning of a name people also use for another VAE first, where ``model`` is one."""
+        family = self.family(model)
+        asked = _fold(_trim(str(model)))
+        for name, words in sorted(self.registry[family].get("ambiguous", {}).items()):
+            if _fold(name) == asked:
+                warning = _say("AMBIGUOUS_NAME", name=name, family=family, words=words)
+                return _replace(r, warnings=[warning] + list(r.warnings))
+        return r
 
     def _corners(self, own, asked):
         """The smaller requests where some rule's domain ends inside the query, in vramfit's order."""

@@ -202,7 +202,8 @@ pub(super) struct QueryArgs {
     #[arg(value_name = "OP")]
     pub(super) op: Op,
     /// Output size (decode) or input size (encode), WIDTHxHEIGHT.
-    #[arg(value_name = "WxH")]
+    // A leading `-` is a size to refuse in its own words, not a flag.
+    #[arg(value_name = "WxH", allow_hyphen_values = true)]
     pub(super) size: String,
     #[command(flatten)]
     pub(super) flags: QueryFlags,
@@ -243,7 +244,7 @@ pub(super) struct QueryFlags {
     /// auto (read PYTORCH_*_ALLOC_CONF as PyTorch does), native, cudaMallocAsync, expandable_segments.
     #[arg(long, default_value = "auto", value_parser = query_allocators())]
     pub(super) allocator: String,
-    /// auto (the host), linux, windows or macos.
+    /// auto (the host), linux, windows, macos, or any (priced by the lines measured without an OS).
     #[arg(long, default_value = "auto", value_parser = query_oses())]
     pub(super) os: String,
     /// A coefficients file to price with (default: fits/vae.json under --root, else the compiled-in copy).

@@ -127,33 +127,28 @@ where
             let _ = writeln!(err, "{} {message}", prefix("error", color_err));
             // In CI the same error is an annotation on the file and line at fault.
             if github {
-                emit(out, &error_annotation(&message));
+                emit(out, &error_annotation(&e, &message));
             }
             EXIT_INPUT
         }
     }
 }
 
-/// An input error as a GitHub annotation: on the `FILE:LINE` it starts
-/// with; on the store line of the point it names; on the line a TOML error
-/// gives; else on the file's first line; with no file, on none.
-fn error_annotation(message: &str) -> String {
+/// An input error as a GitHub annotation, placed by the error's own data
+/// (`places::InputError`: file, line, the stored point it names), never
+/// by reading its words: on its line; a stored point's on the store line
+/// that holds it; else on the file's first line. An error that names no
+/// file (a flag out of range) is an annotation on none.
+fn error_annotation(e: &anyhow::Error, message: &str) -> String {
     let title = "vramfit: input error";
-    let Some((file, line)) = crate::places::message_place(message) else {
+    let Some(place) = crate::places::InputError::of(e) else {
         return crate::report::annotation_without_file("error", title, message);
     };
-    let line = line.or_else(|| {
-        let point = message.split("point '").nth(1).and_then(|r| r.split('\'').next());
-        let text = || std::fs::read_to_string(&file).ok();
-        match point {
-            Some(id) => text().and_then(|t| crate::places::store_line(&t, id)),
-            None => message
-                .split("at line ")
-                .nth(1)
-                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok())),
-        }
+    let line = place.line.or_else(|| {
+        let id = place.point.as_deref()?;
+        crate::places::store_line(&std::fs::read_to_string(&place.file).ok()?, id)
     });
-    crate::report::annotation("error", &file, line.unwrap_or(1), title, message)
+    crate::report::annotation("error", &place.file, line.unwrap_or(1), title, message)
 }
 
 fn emit(out: &mut dyn Write, text: &str) {

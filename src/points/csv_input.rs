@@ -4,6 +4,7 @@
 use super::row::{
     demand_column_names, row_to_point, Col, Interners, Row, RowOrigin, Rows, DEMAND_COLUMNS, REQUIRED_COLUMNS,
 };
+use crate::places::InputError;
 use crate::progress::{Progress, Silent, Unit};
 use crate::registry::Registry;
 use crate::text::Text;
@@ -196,11 +197,14 @@ impl Input<'_> {
             let got = (&mut *self.r)
                 .take(ask as u64)
                 .read_to_end(buf)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read file: {e}", self.file))?;
+                .map_err(|e| anyhow::anyhow!(InputError::in_file(self.file, format!("cannot read file: {e}"))))?;
             self.at_end = got < ask;
             self.read += got as u64;
             if self.read > MAX_INPUT_BYTES {
-                bail!("{}: more than {} GiB: larger than a measurement CSV may be", self.file, MAX_INPUT_BYTES >> 30);
+                bail!(InputError::in_file(
+                    self.file,
+                    format!("more than {} GiB: larger than a measurement CSV may be", MAX_INPUT_BYTES >> 30)
+                ));
             }
         }
         Ok(())
@@ -219,7 +223,11 @@ impl Input<'_> {
                 return Ok(i + 1);
             }
             if buf.len() > MAX_LINE_BYTES && memchr::memchr(b'\r', buf).is_none() {
-                bail!("{}:{line}: a line longer than {} MiB: not a measurement CSV", self.file, MAX_LINE_BYTES >> 20);
+                bail!(InputError::at_line(
+                    self.file,
+                    line,
+                    format!("a line longer than {} MiB: not a measurement CSV", MAX_LINE_BYTES >> 20)
+                ));
             }
             let want = buf.len() + self.chunk;
             self.fill_to(buf, want)?;
@@ -252,7 +260,11 @@ fn read_rows(
     for (line, raw, _) in physical_lines(part, first).filter(|(_, l, _)| !blank(l)) {
         let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
         if values.len() != header.names.len() {
-            bail!("{file}:{line}: row has {} fields, the header has {}", values.len(), header.names.len());
+            bail!(InputError::at_line(
+                file,
+                line,
+                format!("row has {} fields, the header has {}", values.len(), header.names.len())
+            ));
         }
         let origin = RowOrigin { file: shared_file.clone(), line };
         let point = row_to_point(&CsvRow { header, values }, &origin, registry, &mut texts)?;
@@ -314,17 +326,26 @@ fn physical_lines(bytes: &[u8], first: u64) -> impl Iterator<Item = (u64, &[u8],
 
 fn line_text<'a>(bytes: &'a [u8], file: &str, line: u64) -> Result<&'a str> {
     if bytes.len() > MAX_LINE_BYTES {
-        bail!(
-            "{file}:{line}: a line of {} bytes, longer than a line may be ({} MiB)",
-            bytes.len(),
-            MAX_LINE_BYTES >> 20
-        );
+        bail!(InputError::at_line(
+            file,
+            line,
+            format!("a line of {} bytes, longer than a line may be ({} MiB)", bytes.len(), MAX_LINE_BYTES >> 20)
+        ));
     }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{file}:{line}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(InputError::at_line(
+            file,
+            line,
+            format!("not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1)
+        ))
+    })?;
     if let Some(at) = text.find('\u{FEFF}') {
         let what = if line == 1 && at == 0 { "a second byte-order mark" } else { "a byte-order mark (U+FEFF)" };
-        bail!("{file}:{line}: {what} inside the data: save the file as UTF-8 with at most one BOM at its start");
+        bail!(InputError::at_line(
+            file,
+            line,
+            format!("{what} inside the data: save the file as UTF-8 with at most one BOM at its start")
+        ));
     }
     Ok(text)
 }
@@ -358,11 +379,15 @@ fn split_fields<'a>(
             let mut doubled = false;
             loop {
                 match bytes.get(i) {
-                    None => bail!(
-                        "{file}:{line}: {}a quoted field opens here and does not close on this line \
+                    None => bail!(InputError::at_line(
+                        file,
+                        line,
+                        format!(
+                            "{}a quoted field opens here and does not close on this line \
                          (close the quote; a field cannot span lines)",
-                        column(fields.len())
-                    ),
+                            column(fields.len())
+                        )
+                    )),
                     Some(b'"') if bytes.get(i + 1) == Some(&b'"') => {
                         doubled = true;
                         i += 2;
@@ -380,10 +405,14 @@ fn split_fields<'a>(
             match bytes.get(j) {
                 None => return Ok(fields),
                 Some(b',') => at = j + 1,
-                Some(_) => bail!(
-                    "{file}:{line}: {}text after the closing quote of a quoted field (quote the whole field)",
-                    column(fields.len() - 1)
-                ),
+                Some(_) => bail!(InputError::at_line(
+                    file,
+                    line,
+                    format!(
+                        "{}text after the closing quote of a quoted field (quote the whole field)",
+                        column(fields.len() - 1)
+                    )
+                )),
             }
         } else {
             let end = memchr::memchr(b',', &bytes[at..]).map_or(bytes.len(), |p| at + p);
@@ -400,10 +429,10 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for h in headers {
         if h.is_empty() {
-            bail!("{file}:{line}: the header has an empty column name");
+            bail!(InputError::at_line(file, line, format!("the header has an empty column name")));
         }
         if !seen.insert(h.as_str()) {
-            bail!("{file}:{line}: {h}: column named twice in the header");
+            bail!(InputError::at_line(file, line, format!("{h}: column named twice in the header")));
         }
     }
     // Every missing column in one message, and the whole list of what is
@@ -424,16 +453,20 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     if let Some((field, _)) = missing.first() {
         let names: Vec<&str> = missing.iter().map(|(_, shown)| shown.as_str()).collect();
         let required: Vec<String> = REQUIRED_COLUMNS.iter().map(|c| format!("`{}`", c.name())).collect();
-        bail!(
-            "{file}:{line}: {field}: missing column{} {}; required: {}, `vae` (a family) or `model` (a registered \
+        bail!(InputError::at_line(
+            file,
+            line,
+            format!(
+                "{field}: missing column{} {}; required: {}, `vae` (a family) or `model` (a registered \
              model name), and at least one demand column ({}); optional: `os` (empty: any), `tile` (0), `batch` (1), \
              `frames` (1), `temporal_tile` (0), `id`, `device`, `torch`, `loaded_dtype`, `run`, `runs`, `aggregate`, \
              `context`, `note`",
-            if missing.len() > 1 { "s" } else { "" },
-            names.join(", "),
-            required.join(", "),
-            demand_column_names()
-        );
+                if missing.len() > 1 { "s" } else { "" },
+                names.join(", "),
+                required.join(", "),
+                demand_column_names()
+            )
+        ));
     }
     Ok(())
 }

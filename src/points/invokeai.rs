@@ -9,6 +9,7 @@
 
 use super::row::{row_to_point, Col, Fields, Interners, RowOrigin, Rows};
 use crate::exact::mib_decimal_to_bytes;
+use crate::places::InputError;
 use crate::registry::Registry;
 use crate::vocab::{Aggregate, Context, Dtype};
 use anyhow::{anyhow, bail, Result};
@@ -40,7 +41,8 @@ fn model_name(label: &str) -> String {
 
 /// Reads the benchmark JSON (an array of records).
 pub fn parse(text: &str, file: &str, ctx: &InvokeaiContext, registry: &Registry) -> Result<Rows> {
-    let records: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
+    let records: Value = serde_json::from_str(text)
+        .map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))?;
     let records = records.as_array().ok_or_else(|| anyhow!("{file}:1: expected a JSON array of benchmark records"))?;
     let lines = record_lines(text);
     let shared_file = crate::text::Text::from(file);
@@ -94,32 +96,35 @@ fn record_fields(
     ctx: &InvokeaiContext,
     registry: &Registry,
 ) -> Result<Fields> {
-    let obj = r.as_object().ok_or_else(|| anyhow!("{at}: record {}: expected an object", index + 1))?;
+    let obj = r.as_object().ok_or_else(|| anyhow!(at.error(format!("record {}: expected an object", index + 1))))?;
     let text = |k: &str| -> Result<String> {
         match obj.get(k) {
             Some(Value::String(s)) => Ok(s.clone()),
             Some(Value::Number(n)) => Ok(n.to_string()),
             Some(Value::Bool(b)) => Ok(b.to_string()),
-            _ => bail!("{at}: {k}: missing field"),
+            _ => bail!(at.field_error(k, format!("missing field"))),
         }
     };
-    let (w, h) = crate::units::parse_size(&text("resolution")?).map_err(|e| anyhow!("{at}: resolution: {e}"))?;
+    let (w, h) =
+        crate::units::parse_size(&text("resolution")?).map_err(|e| anyhow!(at.error(format!("resolution: {e}"))))?;
     let operation = text("operation")?;
     let tiled = operation == "decode_tiled" || matches!(obj.get("tiling"), Some(Value::Bool(true)));
     let op = match operation.as_str() {
         "decode" | "decode_tiled" => "decode",
         "encode" => "encode",
-        other => bail!("{at}: operation: unknown operation '{other}' (accepted: encode, decode, decode_tiled)"),
+        other => {
+            bail!(at.error(format!("operation: unknown operation '{other}' (accepted: encode, decode, decode_tiled)")))
+        }
     };
     let tile = if tiled {
         match obj.get("tile_size") {
             Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.to_string(),
-            _ => bail!("{at}: tile_size: a tiled record needs a positive tile_size"),
+            _ => bail!(at.error(format!("tile_size: a tiled record needs a positive tile_size"))),
         }
     } else {
         "0".to_string()
     };
-    let run: Dtype = text("dtype")?.parse().map_err(|e| anyhow!("{at}: dtype: {e}"))?;
+    let run: Dtype = text("dtype")?.parse().map_err(|e| anyhow!(at.error(format!("dtype: {e}"))))?;
     let model = model_name(&text("model")?);
     let family = registry.resolve(&model).map(str::to_string);
     let size_mb = model_size(obj.get("model_size_mb"), at)?;
@@ -160,7 +165,7 @@ fn record_fields(
     put(Col::Context, Context::Isolated.as_str().to_string());
     for (from, to) in [("avg_reserved_mb", Col::ReservedMib), ("avg_allocated_mb", Col::AllocatedMib)] {
         if let Some(v) = obj.get(from) {
-            put(to, number_text(v).ok_or_else(|| anyhow!("{at}: {from}: expected a number"))?);
+            put(to, number_text(v).ok_or_else(|| anyhow!(at.field_error(from, format!("expected a number"))))?);
         }
     }
     // The rest of the record is kept in the point's metadata, under its own names.
@@ -184,11 +189,12 @@ fn number_text(v: &Value) -> Option<String> {
 /// refused rather than read as "unknown".
 fn model_size(v: Option<&Value>, at: &RowOrigin) -> Result<Option<u64>> {
     let Some(v) = v else { return Ok(None) };
-    let text = number_text(v).ok_or_else(|| anyhow!("{at}: model_size_mb: expected a number of MiB, found {v}"))?;
+    let text = number_text(v)
+        .ok_or_else(|| anyhow!(at.error(format!("model_size_mb: expected a number of MiB, found {v}"))))?;
     match mib_decimal_to_bytes(&text) {
         Ok(b) if b > 0 => Ok(Some(b)),
-        Ok(_) => bail!("{at}: model_size_mb: {text} is not a positive size"),
-        Err(e) => bail!("{at}: model_size_mb: '{text}': {e}"),
+        Ok(_) => bail!(at.error(format!("model_size_mb: {text} is not a positive size"))),
+        Err(e) => bail!(at.error(format!("model_size_mb: '{text}': {e}"))),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::{LineKey, Point};
 use crate::exact::{mib_decimal_to_bytes, DecimalError, MAX_BYTES, MAX_PIXELS};
+use crate::places::InputError;
 use crate::registry::Registry;
 use crate::text::{Interner, Text};
 use crate::vocab::{Dtype, Os};
@@ -23,6 +24,19 @@ pub struct RowOrigin {
 impl std::fmt::Display for RowOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+impl RowOrigin {
+    /// An input error at this row: `FILE:LINE: what`.
+    pub fn error(&self, what: impl std::fmt::Display) -> InputError {
+        InputError::at_line(self.file.as_str(), self.line, what)
+    }
+
+    /// An input error in one field of this row: `FILE:LINE: FIELD: what`.
+    pub fn field_error(&self, field: impl std::fmt::Display, what: impl std::fmt::Display) -> InputError {
+        let field = field.to_string();
+        InputError::at_line(self.file.as_str(), self.line, format!("{field}: {what}")).field(&field)
     }
 }
 
@@ -203,13 +217,14 @@ impl Interners {
 pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &mut Interners) -> Result<Point> {
     check_text(f, at)?;
     let get = |c: Col| f.field(c).map(|s| s.trim()).filter(|s| !s.is_empty());
-    let fail = |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!("{at}: {}: {what}", col.name()) };
+    let fail =
+        |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!(at.field_error(col.name(), format!("{what}"))) };
     let vocab = |col: Col| -> Result<&str> { get(col).ok_or_else(|| fail(col, "missing value".into())) };
     fn parse_vocab<T: FromStr>(v: &str, col: Col, at: &RowOrigin) -> Result<T>
     where
         T::Err: std::fmt::Display,
     {
-        v.parse::<T>().map_err(|e| anyhow::anyhow!("{at}: {}: {e}", col.name()))
+        v.parse::<T>().map_err(|e| anyhow::anyhow!(at.field_error(col.name(), format!("{e}"))))
     }
     let positive = |col: Col, default: Option<u64>| -> Result<u64> {
         match get(col) {
@@ -363,7 +378,7 @@ fn video_work(
 }
 
 fn demand_error(col: Col, v: &str, e: DecimalError, at: &RowOrigin) -> anyhow::Error {
-    anyhow::anyhow!("{at}: {}: '{v}': {e}", col.name())
+    anyhow::anyhow!(at.field_error(col.name(), format!("'{v}': {e}")))
 }
 
 fn parse_bytes_field(v: &str) -> Result<u64, DecimalError> {
@@ -385,22 +400,28 @@ fn resolve_family(
     texts: &mut Interners,
 ) -> Result<Text> {
     let unknown = |col: &str, v: &str| {
-        anyhow::anyhow!(
-            "{at}: {col}: unknown {col} '{v}' (registered: {}; add it under [vae] in fits/policy.toml)",
-            registry.describe()
-        )
+        anyhow::anyhow!(at.field_error(
+            col,
+            format!(
+                "unknown {col} '{v}' (registered: {}; add it under [vae] in fits/policy.toml)",
+                registry.describe()
+            )
+        ))
     };
     let from_vae = vae.map(|v| texts.family(registry, v).ok_or_else(|| unknown("vae", v))).transpose()?;
     let from_model = model.and_then(|m| texts.family(registry, m));
     match (from_vae, from_model) {
         (Some(v), Some(m)) if v != m => {
-            bail!("{at}: model: model '{}' belongs to family '{m}', but vae says '{v}'", model.unwrap_or_default())
+            bail!(at.error(format!(
+                "model: model '{}' belongs to family '{m}', but vae says '{v}'",
+                model.unwrap_or_default()
+            )))
         }
         (Some(v), _) => Ok(v),
         (None, Some(m)) => Ok(m),
         (None, None) => match model {
             Some(m) => Err(unknown("model", m)),
-            None => bail!("{at}: vae: missing value: give `vae` or a registered `model`"),
+            None => bail!(at.error(format!("vae: missing value: give `vae` or a registered `model`"))),
         },
     }
 }
@@ -477,7 +498,7 @@ fn check_text(f: &impl Row, at: &RowOrigin) -> Result<()> {
     let known = Col::ALL.iter().filter_map(|c| f.field(*c).map(|v| (c.name(), v)));
     for (name, value) in known.chain(f.unknown()) {
         if let Some(problem) = field_problem(value) {
-            anyhow::bail!("{at}: {name}: {problem}");
+            anyhow::bail!(at.field_error(name, format!("{problem}")));
         }
     }
     Ok(())

@@ -21,6 +21,7 @@ pub use super::stream::{parse, read, Form};
 use super::Point;
 use crate::exact::{MAX_BYTES, MAX_PIXELS};
 use crate::fsio::DigestWriter;
+use crate::places::InputError;
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
@@ -54,14 +55,19 @@ pub(super) fn parse_line(json: &str, file: &str, number: usize) -> Result<Point>
             .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
             .unwrap_or_else(|| format!("line {number}"))
     };
-    let p: Point = serde_json::from_str(json).map_err(|e| anyhow!("{file}:{number}: point '{}': {e}", raw_id()))?;
+    let p: Point = serde_json::from_str(json)
+        .map_err(|e| anyhow!(InputError::at_line(file, number, format!("point '{}': {e}", raw_id()))))?;
     let mut written = Vec::with_capacity(json.len());
     codec::write_point(&mut written, &p);
     if written != json.as_bytes() {
-        let at = format!("{file}: point '{}'", p.id);
-        let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!("{at}: {e}"))?;
+        let at = PointPlace { file, id: p.id.as_str() };
+        let raw: Value = serde_json::from_str(json).map_err(|e| anyhow!(at.error(format!("{e}"))))?;
         canonical(&raw, &p, &at)?;
-        bail!("{file}:{number}: point '{}': not in the canonical byte form (fields in order, no spaces)", p.id);
+        bail!(InputError::at_line(
+            file,
+            number,
+            format!("point '{}': not in the canonical byte form (fields in order, no spaces)", p.id)
+        ));
     }
     Ok(p)
 }
@@ -69,31 +75,39 @@ pub(super) fn parse_line(json: &str, file: &str, number: usize) -> Result<Point>
 pub(super) fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
     if prev.id >= next.id {
         let what = if prev.id == next.id { "appears twice" } else { "is stored before a smaller id" };
-        bail!(
-            "{file}: point '{}': id: {what} ('{}' follows it); the store is kept sorted by unique id — \
+        bail!(InputError::in_file(
+            file,
+            format!(
+                "point '{}': id: {what} ('{}' follows it); the store is kept sorted by unique id — \
              restore it from version control, or delete it and re-run `vramfit ingest` on the raw files",
-            prev.id,
-            next.id
-        );
+                prev.id, next.id
+            )
+        ));
     }
     Ok(())
 }
 
 /// The first store format (one pretty-printed document), read whole.
 pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
-    let raw: Value = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))?;
+    let raw: Value = serde_json::from_str(text)
+        .map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))?;
     let format = raw.get("format").and_then(Value::as_str).unwrap_or("");
     let version = raw.get("version").and_then(Value::as_u64).unwrap_or(0);
     if format != FORMAT || version != u64::from(VERSION) {
-        bail!("{file}: format '{format}' version {version} is not {FORMAT} version {VERSION}");
+        bail!(InputError::in_file(
+            file,
+            format!("format '{format}' version {version} is not {FORMAT} version {VERSION}")
+        ));
     }
-    let raw_points =
-        raw.get("points").and_then(Value::as_array).ok_or_else(|| anyhow!("{file}: points: missing list"))?;
+    let raw_points = raw
+        .get("points")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!(InputError::in_file(file, format!("points: missing list"))))?;
     let mut points = Vec::with_capacity(raw_points.len());
     for (i, rp) in raw_points.iter().enumerate() {
         let id = rp.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("#{}", i + 1));
-        let at = format!("{file}: point '{id}'");
-        let p: Point = serde_json::from_value(rp.clone()).map_err(|e| anyhow!("{at}: {e}"))?;
+        let at = PointPlace { file, id: &id };
+        let p: Point = serde_json::from_value(rp.clone()).map_err(|e| anyhow!(at.error(format!("{e}"))))?;
         canonical(rp, &p, &at)?;
         check_point(&p, registry, file)?;
         points.push(p);
@@ -102,23 +116,25 @@ pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result
         ordered(&w[0], &w[1], file)?;
     }
     if raw.as_object().is_some_and(|o| o.keys().any(|k| !["format", "version", "points"].contains(&k.as_str()))) {
-        bail!("{file}: unknown field at the top level (expected format, version, points)");
+        bail!(InputError::in_file(file, format!("unknown field at the top level (expected format, version, points)")));
     }
     Ok(points)
 }
 
 /// A stored point must be exactly what vramfit writes for it: the canonical
 /// spelling of every value, every field present, no unknown field.
-fn canonical(raw: &Value, p: &Point, at: &str) -> Result<()> {
-    let written = serde_json::to_value(p).map_err(|e| anyhow!("{at}: {e}"))?;
-    let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!("{at}: expected an object") };
+fn canonical(raw: &Value, p: &Point, at: &PointPlace) -> Result<()> {
+    let written = serde_json::to_value(p).map_err(|e| anyhow!(at.error(format!("{e}"))))?;
+    let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!(at.error(format!("expected an object"))) };
     if let Some(k) = r.keys().find(|k| !w.contains_key(*k)) {
-        bail!("{at}: {k}: unknown field");
+        bail!(at.field_error(k, format!("unknown field")));
     }
     for (k, wv) in w {
         match r.get(k) {
-            None => bail!("{at}: {k}: missing field (write null when a value is unknown)"),
-            Some(rv) if rv != wv => bail!("{at}: {k}: {rv} is not in canonical form (vramfit writes {wv})"),
+            None => bail!(at.field_error(k, format!("missing field (write null when a value is unknown)"))),
+            Some(rv) if rv != wv => {
+                bail!(at.field_error(k, format!("{rv} is not in canonical form (vramfit writes {wv})")))
+            }
             _ => {}
         }
     }
@@ -146,52 +162,60 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     if ok {
         return Ok(());
     }
-    let at = &format!("{file}: point '{}'", p.id);
+    let at = &PointPlace { file, id: p.id.as_str() };
     if p.id.trim().is_empty() || p.id.trim() != p.id {
-        bail!("{at}: id: empty or padded with spaces");
+        bail!(at.error(format!("id: empty or padded with spaces")));
     }
     if p.source.trim().is_empty() {
-        bail!("{at}: source: empty (every point names its source)");
+        bail!(at.error(format!("source: empty (every point names its source)")));
     }
     if !registry.0.contains_key(p.key.vae.as_str()) {
-        bail!(
-            "{at}: vae: '{}' is not a family of the registry in fits/policy.toml ({})",
+        bail!(at.error(format!(
+            "vae: '{}' is not a family of the registry in fits/policy.toml ({})",
             p.key.vae,
             registry.describe()
-        );
+        )));
     }
     for (field, v) in [("width", p.width), ("height", p.height), ("batch", p.batch)] {
         if v == 0 {
-            bail!("{at}: {field}: must be a positive integer");
+            bail!(at.field_error(field, format!("must be a positive integer")));
         }
     }
     let pixels = crate::exact::pixels(p.width, p.height, p.batch);
     if pixels != Some(p.pixels) {
         let want = pixels.map(|x| x.to_string()).unwrap_or_else(|| format!("more than {MAX_PIXELS}"));
-        bail!("{at}: pixels: {} but width × height × batch = {}×{}×{} = {want}", p.pixels, p.width, p.height, p.batch);
+        bail!(at.error(format!(
+            "pixels: {} but width × height × batch = {}×{}×{} = {want}",
+            p.pixels, p.width, p.height, p.batch
+        )));
     }
     if p.frames == 0 {
-        bail!("{at}: frames: must be a positive integer");
+        bail!(at.error(format!("frames: must be a positive integer")));
     }
     if crate::exact::pixel_frames(p.pixels, p.frames).is_none() {
-        bail!("{at}: frames: {} × {} px exceeds {MAX_PIXELS} pixel-frames: too large to price", p.frames, p.pixels);
+        bail!(at.error(format!(
+            "frames: {} × {} px exceeds {MAX_PIXELS} pixel-frames: too large to price",
+            p.frames, p.pixels
+        )));
     }
     let largest = [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max();
     match largest {
         None => {
-            bail!("{at}: demand_bytes: no measured delta (reserved_bytes, allocated_bytes, driver_bytes) behind it")
+            bail!(at.error(format!(
+                "demand_bytes: no measured delta (reserved_bytes, allocated_bytes, driver_bytes) behind it"
+            )))
         }
         Some(m) if m != p.demand_bytes => {
-            bail!("{at}: demand_bytes: {} but the largest measured delta is {m}", p.demand_bytes)
+            bail!(at.error(format!("demand_bytes: {} but the largest measured delta is {m}", p.demand_bytes)))
         }
         _ => {}
     }
     if p.demand_bytes == 0 || p.demand_bytes > MAX_BYTES {
-        bail!("{at}: demand_bytes: {} is outside 1..={MAX_BYTES}", p.demand_bytes);
+        bail!(at.error(format!("demand_bytes: {} is outside 1..={MAX_BYTES}", p.demand_bytes)));
     }
     for (field, v) in [("run", p.run), ("runs", p.runs)] {
         if v == Some(0) {
-            bail!("{at}: {field}: must be a positive integer or null");
+            bail!(at.field_error(field, format!("must be a positive integer or null")));
         }
     }
     let texts = [
@@ -206,7 +230,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
         p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k.as_str())), ("metadata", Some(v.as_str()))]);
     for (field, v) in texts.into_iter().chain(metadata) {
         if let Some(problem) = v.and_then(crate::points::row::field_problem) {
-            bail!("{at}: {field}: {problem}");
+            bail!(at.field_error(field, format!("{problem}")));
         }
     }
     Ok(())
@@ -297,6 +321,7 @@ mod tests {
             attention: None,
             fp32_switch: false,
             video: None,
+            ambiguous: Default::default(),
         };
         let registry = crate::registry::Registry([("sd".to_string(), sd)].into_iter().collect());
         let mut csv = String::from(
@@ -326,5 +351,24 @@ mod tests {
             assert_eq!(written, in_line, "{count} points");
             assert_eq!(written.concat(), to_bytes(some));
         }
+    }
+}
+
+/// A stored point as an error names it: `FILE: point 'ID'`; its errors
+/// carry the file and the id (the line is looked up in the store).
+#[derive(Clone, Copy)]
+struct PointPlace<'a> {
+    file: &'a str,
+    id: &'a str,
+}
+
+impl PointPlace<'_> {
+    fn error(&self, what: impl std::fmt::Display) -> InputError {
+        InputError::in_file(self.file, format!("point '{}': {what}", self.id)).point(self.id)
+    }
+
+    fn field_error(&self, field: impl std::fmt::Display, what: impl std::fmt::Display) -> InputError {
+        let field = field.to_string();
+        self.error(format!("{field}: {what}")).field(&field)
     }
 }

@@ -9,6 +9,7 @@
 use super::row::Interners;
 use super::store::{check_point, ordered, parse_line, parse_whole, HEAD, MIN_LINE, TAIL};
 use super::{codec, Point};
+use crate::places::InputError;
 use crate::registry::Registry;
 use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
@@ -49,7 +50,7 @@ pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> R
     let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
     std::io::Read::take(&mut *r, limit)
         .read_until(b'\n', &mut first)
-        .map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+        .map_err(|e| anyhow!(InputError::in_file(file, format!("cannot read: {e}"))))?;
     if first.len() >= MAX_LINE && !first.ends_with(b"\n") {
         bail!("{file}:1: a line over {MAX_LINE} bytes: not a points file");
     }
@@ -57,8 +58,9 @@ pub fn read(r: &mut dyn BufRead, len: u64, file: &str, registry: &Registry) -> R
         let capacity = usize::try_from(len / MIN_LINE).unwrap_or(0);
         return Ok((read_lines(r, len, capacity, file, registry)?, Form::Canonical));
     }
-    r.read_to_end(&mut first).map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
-    let text = String::from_utf8(first).map_err(|e| anyhow!("{file}: not UTF-8 text ({e})"))?;
+    r.read_to_end(&mut first).map_err(|e| anyhow!(InputError::in_file(file, format!("cannot read: {e}"))))?;
+    let text =
+        String::from_utf8(first).map_err(|e| anyhow!(InputError::in_file(file, format!("not UTF-8 text ({e})"))))?;
     Ok((parse_whole(&text, file, registry)?, Form::Pretty))
 }
 
@@ -122,11 +124,16 @@ fn parse_batch(b: &Batch, file: &str, registry: &Registry) -> Parsed {
 /// One point line: UTF-8, a comma unless it is the last point, then the
 /// point (by the codec, else by the serde path).
 fn point_of_line(raw: &[u8], last: bool, number: usize, file: &str, texts: &mut Interners) -> Result<Point> {
-    let line = std::str::from_utf8(raw)
-        .map_err(|e| anyhow!("{file}:{number}: not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))?;
+    let line = std::str::from_utf8(raw).map_err(|e| {
+        anyhow!(InputError::at_line(
+            file,
+            number,
+            format!("not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1)
+        ))
+    })?;
     let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
     if !last && json.len() == line.len() {
-        bail!("{file}:{number}: expected a point followed by a comma");
+        bail!(InputError::at_line(file, number, format!("expected a point followed by a comma")));
     }
     match codec::read_point(json, texts) {
         Some(p) => Ok(p),
@@ -179,7 +186,8 @@ fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, regist
         let framed = frame(r, &mut batch, file, &mut |full: Batch| {
             let p = pool.get_or_insert_with(|| start(scope, crate::par::cores(), file, registry));
             if let Some(jobs) = &p.jobs {
-                jobs.send((p.sent, full)).map_err(|_| anyhow!("{file}: a reading thread stopped"))?;
+                jobs.send((p.sent, full))
+                    .map_err(|_| anyhow!(InputError::in_file(file, format!("a reading thread stopped"))))?;
                 p.sent += 1;
             }
             while let Ok((i, parsed)) = p.results.try_recv() {
@@ -194,11 +202,16 @@ fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, regist
             drop(p.jobs.take());
             if batch_failed {
                 // Every earlier line is merged: this is the first error.
-                return Err(framed.err().unwrap_or_else(|| anyhow!("{file}: a batch failed")));
+                return Err(framed
+                    .err()
+                    .unwrap_or_else(|| anyhow!(InputError::in_file(file, format!("a batch failed")))));
             }
             sent = p.sent;
             while merged.next + merged.early.len() < sent {
-                let (i, parsed) = p.results.recv().map_err(|_| anyhow!("{file}: a reading thread stopped"))?;
+                let (i, parsed) = p
+                    .results
+                    .recv()
+                    .map_err(|_| anyhow!(InputError::in_file(file, format!("a reading thread stopped"))))?;
                 merged.early.insert(i, parsed);
             }
         }
@@ -246,9 +259,9 @@ fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMu
         let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
         std::io::Read::take(&mut *r, limit)
             .read_until(b'\n', &mut batch.bytes)
-            .map_err(|e| anyhow!("{file}: cannot read: {e}"))?;
+            .map_err(|e| anyhow!(InputError::in_file(file, format!("cannot read: {e}"))))?;
         if batch.bytes.len() - start >= MAX_LINE && batch.bytes.last() != Some(&b'\n') {
-            bail!("{file}:{number}: a line over {MAX_LINE} bytes: no point is that long");
+            bail!(InputError::at_line(file, number, format!("a line over {MAX_LINE} bytes: no point is that long")));
         }
         let ended = batch.bytes.pop_if(|b| *b == b'\n').is_some();
         if batch.bytes[start..] == *TAIL.as_bytes() {
@@ -256,15 +269,19 @@ fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMu
             batch.ends_store = true;
             // Closed: exactly one line end after `]}`, then nothing.
             let mut rest = Vec::new();
-            let more = ended && (r.read_until(b'\n', &mut rest).map_err(|e| anyhow!("{file}: cannot read: {e}"))? > 0);
+            let more = ended
+                && (r
+                    .read_until(b'\n', &mut rest)
+                    .map_err(|e| anyhow!(InputError::in_file(file, format!("cannot read: {e}"))))?
+                    > 0);
             if !ended || more {
-                bail!("{file}:{}: text after the closing `]}}`", number + 1);
+                bail!(InputError::at_line(file, number + 1, format!("text after the closing `]}}`")));
             }
             return Ok(());
         }
         if !ended {
             batch.bytes.truncate(start);
-            bail!("{file}: the store ends before its closing `]}}` (a truncated file)");
+            bail!(InputError::in_file(file, format!("the store ends before its closing `]}}` (a truncated file)")));
         }
         if batch.ends.is_empty() {
             batch.first_line = number;

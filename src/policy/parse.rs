@@ -7,10 +7,11 @@ use super::{
     Tiling, TilingHost, ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
 };
 use crate::exact::Ratio;
+use crate::places::InputError;
 use crate::points::LineKey;
 use crate::registry::{Registry, VaeEntry};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value};
 
@@ -46,7 +47,7 @@ pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "rea
 pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
 pub(super) const LEGACY_KEYS: &[&str] =
     &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video", "fp32_switch"];
+pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video", "fp32_switch", "ambiguous"];
 pub(super) const MID_BLOCK_KEYS: &[&str] = &["heads", "head_dim", "latent_factor"];
 pub(super) const ATTENTION_KEYS: &[&str] = &["reason", "held_tensors", "platform"];
 pub(super) const ATTENTION_PLATFORM_KEYS: &[&str] = &["conv_backend", "bytes_per_score", "wrong_output_at", "source"];
@@ -55,7 +56,11 @@ pub(super) const TILING_HOST_KEYS: &[&str] = &["copies", "source"];
 
 /// Parses a policy. `file` names the file in messages.
 pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
-    let table: Table = text.parse().map_err(|e: toml::de::Error| anyhow!("{file}: {}", e.to_string().trim_end()))?;
+    let table: Table = text.parse().map_err(|e: toml::de::Error| {
+        // The line of the syntax error, from where the parser stopped.
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() as u64 + 1);
+        anyhow::Error::new(InputError::new(file, line, format!("{file}: {}", e.to_string().trim_end())))
+    })?;
     no_control_characters(&Value::Table(table.clone()), file, "")?;
     let mut p = Parser { file, problems: Vec::new() };
     let policy = p.policy(&table)?;
@@ -67,18 +72,23 @@ pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
 /// `fits/vae.json` and shown by `reserve`, `fit` and the reports.
 fn no_control_characters(v: &Value, file: &str, at: &str) -> Result<()> {
     match v {
-        Value::String(s) => match s
-            .chars()
-            .find(|c| (c.is_control() && *c != '\t' && *c != '\n') || crate::text::is_format_char(*c))
-        {
-            Some(c) if crate::text::is_format_char(c) => bail!(
-                "{file}: {at}: an invisible format character ({}, e.g. a right-to-left override) in a string: not \
+        Value::String(s) => {
+            match s.chars().find(|c| (c.is_control() && *c != '\t' && *c != '\n') || crate::text::is_format_char(*c)) {
+                Some(c) if crate::text::is_format_char(c) => bail!(InputError::in_file(
+                    file,
+                    format!(
+                        "{at}: an invisible format character ({}, e.g. a right-to-left override) in a string: not \
                  accepted",
-                c.escape_unicode()
-            ),
-            Some(c) => bail!("{file}: {at}: a control character ({}) in a string: not accepted", c.escape_unicode()),
-            None => Ok(()),
-        },
+                        c.escape_unicode()
+                    )
+                )),
+                Some(c) => bail!(InputError::in_file(
+                    file,
+                    format!("{at}: a control character ({}) in a string: not accepted", c.escape_unicode())
+                )),
+                None => Ok(()),
+            }
+        }
         Value::Array(items) => items.iter().try_for_each(|i| no_control_characters(i, file, at)),
         Value::Table(t) => t.iter().try_for_each(|(k, v)| {
             let at = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
@@ -111,7 +121,7 @@ impl Parser<'_> {
     }
 
     fn err(&self, at: &str, what: impl std::fmt::Display) -> anyhow::Error {
-        anyhow!("{}: {at}: {what}", self.file)
+        anyhow::Error::new(InputError::in_file(self.file, format!("{at}: {what}")).field(at))
     }
 
     fn policy(&mut self, t: &Table) -> Result<Policy> {
@@ -541,9 +551,28 @@ impl Parser<'_> {
                 Some(Value::Boolean(b)) => *b,
                 Some(v) => bail!(self.err(&at, format!("fp32_switch: expected true or false, found {v}"))),
             };
-            reg.insert(family.clone(), VaeEntry { models, params, attention, video, fp32_switch });
+            let ambiguous = self.ambiguous(et, &at, family, &models)?;
+            reg.insert(family.clone(), VaeEntry { models, params, attention, video, fp32_switch, ambiguous });
         }
         Ok(Registry(reg))
+    }
+
+    /// `ambiguous = { "wan2.2" = "…" }`: model names of the family that
+    /// people also use for another VAE, each with the words that say which.
+    fn ambiguous(&self, et: &Table, at: &str, family: &str, models: &[String]) -> Result<BTreeMap<String, String>> {
+        let Some(v) = et.get("ambiguous") else { return Ok(BTreeMap::new()) };
+        let t = v.as_table().ok_or_else(|| self.err(at, "ambiguous: expected a table of model name = \"words\""))?;
+        t.iter()
+            .map(|(name, words)| {
+                let words = words.as_str().filter(|w| !w.trim().is_empty()).ok_or_else(|| {
+                    self.err(at, format!("ambiguous.{name}: expected the words that say which VAE it names"))
+                })?;
+                if !models.iter().any(|m| m == name) {
+                    bail!(self.err(at, format!("ambiguous.{name}: not one of {family}'s models")));
+                }
+                Ok((name.clone(), words.to_string()))
+            })
+            .collect()
     }
 
     fn grid(&self, t: &Table) -> Result<Vec<(u64, u64)>> {

@@ -286,6 +286,9 @@ pub struct VaeFamily {
     pub video: Option<VideoFactsEntry>,
     /// Whether the family's host nodes take the `fp32` switch (`--fp32`; default false).
     pub fp32_switch: Option<bool>,
+    /// Model names people also use for another VAE, each with the words
+    /// that say which: an answer asked by one warns with them.
+    pub ambiguous: Option<BTreeMap<String, String>>,
 }
 
 #[cfg(test)]

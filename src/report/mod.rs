@@ -104,10 +104,15 @@ pub fn long_version() -> String {
     match crate::coefficients::parse(text, "embedded fits/vae.json") {
         Ok(file) => {
             let points: usize = file.lines.iter().map(|l| l.points).sum();
+            let thin: usize = file.insufficient.iter().map(|l| l.points).sum();
             let fitted = file.lines.iter().filter(|l| l.kind == crate::lines::LineKind::Fitted).count();
+            // The file knows the points its lines and too-thin keys rest
+            // on, not the store's excluded ones: `verify` counts every
+            // stored point, so its count is larger, and the line says why.
             s.push_str(&format!(
                 "coefficients: embedded fits/vae.json {}\n  {} lines ({fitted} fitted, {} carried) on {points} \
-                 points; {} keys too thin to fit\n  points digest {}\n  policy digest {}\n",
+                 points; {} keys too thin to fit, on {thin} more\n  (`vramfit verify` counts every stored point, \
+                 the ones the policy excludes too)\n  points digest {}\n  policy digest {}\n",
                 crate::fsio::sha256_tag(text.as_bytes()),
                 file.lines.len(),
                 file.lines.len() - fitted,

@@ -100,7 +100,8 @@ impl Report for ReserveReport {
                     thousands(a.held_bytes)
                 ),
             ));
-            let (line_mib, phase_mib) = (a.line_phase_bytes.div_ceil(1 << 20), a.phase_bytes.div_ceil(1 << 20));
+            let (line_mib, phase_mib) =
+                (crate::units::mib_up(a.line_phase_bytes, 0), crate::units::mib_up(a.phase_bytes, 0));
             let which = if p.rule == Rule::AttentionPhase {
                 "the attention phase sets the price"
             } else {
@@ -181,15 +182,15 @@ impl Report for crate::plan::MaxTileReport {
     fn table(&self) -> String {
         let mut s = match &self.search.chosen {
             Some(p) => format!(
-                "tile {} px: {} MiB ({} bytes) ≤ budget {} MiB, by the {} ({})\n",
+                "tile {} px: {} MiB ({} bytes) ≤ budget {}, by the {} ({})\n",
                 p.spatial_tile(),
                 p.mib,
                 thousands(p.bytes),
-                self.budget_bytes / (1 << 20),
+                crate::units::mib_text(self.budget_bytes),
                 p.rule.as_str(),
                 p.priced_by.as_ref().map_or_else(|| p.line.to_string(), |k| k.to_string())
             ),
-            None => format!("no tile fits {} MiB\n", self.budget_bytes / (1 << 20)),
+            None => format!("no tile fits {}\n", crate::units::mib_text(self.budget_bytes)),
         };
         for r in &self.search.reasons {
             s.push_str(&format!("  - {r}\n"));

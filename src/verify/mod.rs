@@ -70,8 +70,6 @@ pub(crate) struct PricingCtx<'a> {
     pub derived_over_bound: std::collections::BTreeSet<String>,
 }
 
-/// Whether a tile covers a whole `w × h` image (so it prices untiled): the
-/// checks that price on a grid skip those sizes for tiled keys.
 /// What a pricing that a check refused gave, as a finding shows it:
 /// `N B by the RULE`, or the error.
 pub(crate) fn quoted(got: &Result<crate::pricing::Quote>) -> String {
@@ -81,6 +79,8 @@ pub(crate) fn quoted(got: &Result<crate::pricing::Quote>) -> String {
     }
 }
 
+/// Whether a tile covers a whole `w × h` image (so it prices untiled): the
+/// checks that price on a grid skip those sizes for tiled keys.
 pub(crate) fn covers(tile: u32, w: u64, h: u64) -> bool {
     tile != 0 && u64::from(tile) >= w && u64::from(tile) >= h
 }

@@ -87,3 +87,61 @@ pub fn shown(p: &Path) -> String {
     let s = p.display().to_string();
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
+
+/// An input error and where it lies, as data: the file, the line
+/// (1-based) where one is known, the stored point it names, the field.
+/// It shows as its words, which name the place as people read it; the CLI
+/// makes a GitHub annotation from the data, never from the words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: String,
+    pub line: Option<u64>,
+    /// The id of the stored point at fault (its line is looked up in the store).
+    pub point: Option<String>,
+    /// The field, column or policy entry at fault.
+    pub field: Option<String>,
+    pub words: String,
+}
+
+impl InputError {
+    /// An error in `file` (at `line` where known), in these words.
+    pub fn new(file: impl AsRef<str>, line: Option<u64>, words: impl Into<String>) -> InputError {
+        InputError { file: file.as_ref().to_string(), line, point: None, field: None, words: words.into() }
+    }
+
+    /// `FILE:LINE: what`, at that line.
+    pub fn at_line<L: TryInto<u64>>(file: impl AsRef<str>, line: L, what: impl std::fmt::Display) -> InputError {
+        let file = file.as_ref();
+        let line = line.try_into().unwrap_or(u64::MAX);
+        InputError::new(file, Some(line), format!("{file}:{line}: {what}"))
+    }
+
+    /// `FILE: what`, in the file.
+    pub fn in_file(file: impl AsRef<str>, what: impl std::fmt::Display) -> InputError {
+        let file = file.as_ref();
+        InputError::new(file, None, format!("{file}: {what}"))
+    }
+
+    pub fn field(mut self, field: &str) -> InputError {
+        self.field = Some(field.to_string());
+        self
+    }
+
+    pub fn point(mut self, id: &str) -> InputError {
+        self.point = Some(id.to_string());
+        self
+    }
+
+    /// The input error an error is or wraps, if any.
+    pub fn of(e: &anyhow::Error) -> Option<&InputError> {
+        e.chain().find_map(|c| c.downcast_ref::<InputError>())
+    }
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.words)
+    }
+}
+
+impl std::error::Error for InputError {}

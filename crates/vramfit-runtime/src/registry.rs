@@ -27,6 +27,11 @@ pub struct VaeEntry {
     /// "Video").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video: Option<VideoFacts>,
+    /// Model names of this family that people also use for another VAE,
+    /// each with the words that say which (`wan2.2`: the TI2V-5B VAE, while
+    /// Wan 2.2 A14B ships Wan 2.1's): an answer asked by one of them warns.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ambiguous: BTreeMap<String, String>,
 }
 
 /// How a video VAE's decoder walks time.
@@ -137,6 +142,22 @@ pub fn working_set(width: u64, height: u64, tile: u32, working_frames: u64, batc
     [h, working_frames, batch].into_iter().try_fold(w, u64::checked_mul)
 }
 
+/// Levenshtein's distance: the fewest one-character insertions, deletions
+/// and substitutions from `a` to `b`.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != cb)).min(above + 1).min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// The shape of a VAE's mid-block attention: `heads` heads of `head_dim`
 /// channels over `S = ceil(W / latent_factor) × ceil(H / latent_factor)`
 /// positions (per tile when tiled).
@@ -179,6 +200,24 @@ impl Registry {
             .map(|(f, e)| if e.models.is_empty() { f.clone() } else { format!("{f} ({})", e.models.join(", ")) })
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The registered name (a family or a model) nearest to `name` by edit
+    /// distance, ASCII case ignored, where it is near enough to be a typo:
+    /// at most two edits, and fewer than the name has characters. A tie
+    /// keeps the first in the registry's order (each family, then its models).
+    pub fn nearest(&self, name: &str) -> Option<&str> {
+        let asked: Vec<char> = name.trim().to_ascii_lowercase().chars().collect();
+        let mut best: Option<(usize, &str)> = None;
+        for (family, entry) in &self.0 {
+            for known in std::iter::once(family).chain(&entry.models) {
+                let d = edit_distance(&asked, &known.to_ascii_lowercase().chars().collect::<Vec<_>>());
+                if best.is_none_or(|(bd, _)| d < bd) {
+                    best = Some((d, known.as_str()));
+                }
+            }
+        }
+        best.filter(|(d, _)| *d <= 2 && *d < asked.len()).map(|(_, known)| known)
     }
 
     pub fn params(&self, family: &str) -> Option<u64> {

@@ -67,6 +67,8 @@ words! {
     UNKNOWN_SPELLING = "unknown {what} '{given}' (accepted: {accepted})";
     /// A model or family the file does not register.
     UNKNOWN_MODEL = "unknown vae or model '{name}' (known: {known})";
+    /// … and one a typo away from a registered name.
+    UNKNOWN_MODEL_GUESS = "unknown vae or model '{name}': did you mean '{guess}'? (families: {families})";
     TILE_STEP = "--tile {tile}: a tile is a multiple of {step} pixels (one latent pixel of an 8x VAE), e.g. {below} or {above}";
     FP32_SWITCH = "--fp32 is the SD nodes' switch; for family '{family}' give --dtype";
     DTYPE_CONTRADICTS_FP32 = "--dtype {dtype} contradicts --fp32 {fp32} (an SD node with fp32 = {fp32} runs {runs})";
@@ -83,6 +85,8 @@ words! {
     BATCH_POSITIVE = "--batch must be at least 1";
     NO_VIDEO_PRICE = "no line, no declared estimate and no legacy value for {key}";
     NO_IMAGE_PRICE = "no coefficient line for {key} and no legacy value: nothing measured for {vae}/{op}/tile {tile}/{dtype} and the legacy table has no element size for {dtype}";
+    /// A warning: the name asked is one people also use for another VAE.
+    AMBIGUOUS_NAME = "'{name}' is read as the {family} VAE: {words}";
     /// The figures past 64 bits of bytes.
     TOO_LARGE = "{width}x{height} × batch {batch} is too large to price";
     CONTAINS_TOO_LARGE = "{width}x{height} × batch {batch} is too large to price: a smaller request it contains is ({error})";

@@ -5,6 +5,7 @@
 use super::fields;
 use super::file::{CoefficientsFile, LineKind, FORMAT, VERSION};
 use crate::exact::{Ratio, MIB};
+use crate::io::InputError;
 use anyhow::{anyhow, bail, Result};
 use std::path::Path;
 
@@ -18,7 +19,7 @@ pub fn version_mismatch(raw: &serde_json::Value, file: &str) -> Option<String> {
 
 /// The file's text as JSON, read once; an error names the line.
 pub fn read_json(text: &str, file: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: not valid JSON: {e}", e.line()))
+    serde_json::from_str(text).map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))
 }
 
 /// Parses a shipped file strictly: the right format and version, every
@@ -47,7 +48,8 @@ pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<Coe
         bail!("{m} (re-run `vramfit emit` with this version)");
     }
     // From the text, not from `raw`, so a type error names its line.
-    let typed: CoefficientsFile = serde_json::from_str(text).map_err(|e| anyhow!("{file}:{}: {e}", e.line()))?;
+    let typed: CoefficientsFile =
+        serde_json::from_str(text).map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("{e}"))))?;
     let canonical = serde_json::to_value(&typed)?;
     if let Some(d) = fields::first_difference(&canonical, raw) {
         let what = match (&d.expected, &d.found) {
@@ -63,7 +65,7 @@ pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<Coe
             (_, None) => "missing field".to_string(),
             (e, f) => format!("{} is not in canonical form (expected {})", fields::show(f), fields::show(e)),
         };
-        bail!("{file}: {}: {what}", d.path);
+        bail!(InputError::in_file(file, format!("{}: {what}", d.path)));
     }
     validate(&typed, file)?;
     Ok(typed)
@@ -73,67 +75,81 @@ pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<Coe
 fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     let mut keys = std::collections::BTreeSet::new();
     for l in &f.lines {
-        let at = format!("{file}: lines[{}]", l.key);
+        let at = LinePlace { file, line: format!("lines[{}]", l.key) };
         if !keys.insert(l.key.clone()) {
-            bail!("{at}: the line appears twice");
+            bail!(at.error(format!("the line appears twice")));
         }
         if l.kind == LineKind::Insufficient {
-            bail!("{at}: kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)");
+            bail!(
+                at.error(format!("kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)"))
+            );
         }
-        l.slope_centi().map_err(|e| anyhow!("{at}: slope: {e}"))?;
+        l.slope_centi().map_err(|e| anyhow!(at.error(format!("slope: {e}"))))?;
         if l.base_mib.checked_mul(MIB).is_none_or(|b| b > crate::exact::MAX_BYTES) {
-            bail!("{at}: base_mib: {} is too large", l.base_mib);
+            bail!(at.error(format!("base_mib: {} is too large", l.base_mib)));
         }
         if let Some([lo, hi]) = l.size_range {
             if lo == 0 || lo > hi {
-                bail!("{at}: size_range: [{lo}, {hi}] is not a range of positive sizes");
+                bail!(at.error(format!("size_range: [{lo}, {hi}] is not a range of positive sizes")));
             }
         }
         if l.points != l.point_ids.len() {
-            bail!("{at}: points: {} but point_ids lists {}", l.points, l.point_ids.len());
+            bail!(at.error(format!("points: {} but point_ids lists {}", l.points, l.point_ids.len())));
         }
         if l.kind == LineKind::Fitted && (l.envelope_values().is_none() || l.size_range.is_none()) {
-            bail!("{at}: envelope: a fitted line carries its exact envelope and measured size range");
+            bail!(at.error(format!("envelope: a fitted line carries its exact envelope and measured size range")));
         }
     }
     for l in &f.insufficient {
         if !keys.insert(l.key.clone()) {
-            bail!("{file}: insufficient[{}]: the key appears twice", l.key);
+            bail!(InputError::in_file(file, format!("insufficient[{}]: the key appears twice", l.key)));
         }
     }
     if f.unmeasured.rule != super::rules::UNMEASURED_RULE {
-        bail!(
-            "{file}: unmeasured.rule: '{}' is not a rule this vramfit implements ({})",
-            f.unmeasured.rule,
-            super::rules::UNMEASURED_RULE
-        );
+        bail!(InputError::in_file(
+            file,
+            format!(
+                "unmeasured.rule: '{}' is not a rule this vramfit implements ({})",
+                f.unmeasured.rule,
+                super::rules::UNMEASURED_RULE
+            )
+        ));
     }
     if f.ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less || f.margin.is_negative() {
-        bail!("{file}: margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1");
+        bail!(InputError::in_file(
+            file,
+            format!("margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1")
+        ));
     }
     let mut tiles = std::collections::BTreeSet::new();
     if let Some(t) = f.tiles.iter().find(|t| **t == 0 || !tiles.insert(**t)) {
-        bail!("{file}: tiles: {t} is zero or listed twice");
+        bail!(InputError::in_file(file, format!("tiles: {t} is zero or listed twice")));
     }
     if let Some(t) = &f.tiling {
         if !t.hosts.contains_key(&t.default_host) {
-            bail!("{file}: tiling.default_host: '{}' is not one of tiling.hosts", t.default_host);
+            bail!(InputError::in_file(
+                file,
+                format!("tiling.default_host: '{}' is not one of tiling.hosts", t.default_host)
+            ));
         }
         if let Some((name, _)) = t.hosts.iter().find(|(_, h)| h.copies.is_negative()) {
-            bail!("{file}: tiling.hosts.{name}.copies: a count of copies is at least 0");
+            bail!(InputError::in_file(file, format!("tiling.hosts.{name}.copies: a count of copies is at least 0")));
         }
     }
     if let Some(p) = f.attention.iter().flat_map(|a| &a.platforms).find(|p| !p.bytes_per_score.is_positive()) {
-        bail!(
-            "{file}: attention.platforms[{}].bytes_per_score: more than 0 (0 would silently remove the phase)",
-            p.conv_backend
-        );
+        bail!(InputError::in_file(
+            file,
+            format!(
+                "attention.platforms[{}].bytes_per_score: more than 0 (0 would silently remove the phase)",
+                p.conv_backend
+            )
+        ));
     }
     let mut names = std::collections::BTreeMap::new();
     for (family, entry) in &f.registry {
         for name in std::iter::once(family).chain(&entry.models) {
             if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
-                bail!("{file}: registry: '{name}' names both '{other}' and '{family}'");
+                bail!(InputError::in_file(file, format!("registry: '{name}' names both '{other}' and '{family}'")));
             }
         }
     }
@@ -155,4 +171,17 @@ pub fn schema() -> serde_json::Value {
     s["properties"]["format"]["const"] = serde_json::json!(FORMAT);
     s["properties"]["version"]["const"] = serde_json::json!(VERSION);
     s
+}
+
+/// A shipped line as an error names it: `FILE: lines[KEY]`; its errors
+/// carry the file and the field's JSON path.
+struct LinePlace<'a> {
+    file: &'a str,
+    line: String,
+}
+
+impl LinePlace<'_> {
+    fn error(&self, what: impl std::fmt::Display) -> InputError {
+        InputError::in_file(self.file, format!("{}: {what}", self.line)).field(&self.line)
+    }
 }

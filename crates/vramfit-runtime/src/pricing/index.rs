@@ -148,7 +148,18 @@ impl Coefficients {
             self.names.get(n)
         };
         found.ok_or_else(|| {
-            anyhow!(crate::words::UNKNOWN_MODEL.fill(&[("name", &name), ("known", &self.registry().describe())]))
+            let words = match self.registry.nearest(name) {
+                Some(guess) => {
+                    let families = self.registry.0.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+                    crate::words::UNKNOWN_MODEL_GUESS.fill(&[
+                        ("name", &name),
+                        ("guess", &guess),
+                        ("families", &families),
+                    ])
+                }
+                None => crate::words::UNKNOWN_MODEL.fill(&[("name", &name), ("known", &self.registry().describe())]),
+            };
+            anyhow!(words)
         })
     }
 
@@ -231,6 +242,15 @@ impl Coefficients {
         Ok(best)
     }
 
+    /// The ambiguous model name a query gave (as the registry stores it)
+    /// and the words that say which VAE it names, if it gave one.
+    pub(super) fn ambiguous_name(&self, asked: &str) -> Option<(&str, &str)> {
+        let family = self.family_text(asked).ok()?;
+        let entry = self.registry.0.get(family.as_str())?;
+        let asked = asked.trim();
+        entry.ambiguous.iter().find(|(name, _)| name.eq_ignore_ascii_case(asked)).map(|(n, w)| (n.as_str(), w.as_str()))
+    }
+
     /// Whether any line was measured for a family, at any op, backend or dtype.
     pub(super) fn family_measured(&self, family: &str) -> bool {
         self.measured_families.contains(family)
@@ -291,6 +311,7 @@ mod tests {
             attention: None,
             video: None,
             fp32_switch: false,
+            ambiguous: Default::default(),
         };
         // A model named like a later family, a family differing only in
         // case, and a model with spaces in its stored name.

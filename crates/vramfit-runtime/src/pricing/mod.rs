@@ -376,7 +376,18 @@ impl Pricer for Coefficients {
             Some(v) => (q.tile != v.run.tile).then_some(q.tile),
             None => tile_asked(q, s.key()),
         };
-        let mut warnings: Vec<String> = tile_asked.map(|t| covers_warning(t, q)).into_iter().collect();
+        // First what the question itself means: a name people also use for
+        // another VAE.
+        let mut warnings: Vec<String> = self
+            .ambiguous_name(&q.vae)
+            .map(|(name, words)| {
+                let at: [(&str, &dyn std::fmt::Display); 3] =
+                    [("name", &name), ("family", &s.key().vae), ("words", &words)];
+                words::AMBIGUOUS_NAME.fill(&at)
+            })
+            .into_iter()
+            .collect();
+        warnings.extend(tile_asked.map(|t| covers_warning(t, q)));
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(format!(
                 "{} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
