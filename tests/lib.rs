@@ -14,6 +14,7 @@ mod harness;
 mod ingest;
 mod input_edges;
 mod monotone;
+mod newcomer;
 mod plan;
 mod plot;
 mod points;

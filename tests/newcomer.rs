@@ -1,0 +1,124 @@
+//! What a newcomer meets first: a typo, a name that means two VAEs, a sign
+//! typed by mistake, the help of `--os`, the count `--version` gives. Each
+//! answer says what happened in words, and the same words in Python.
+
+use crate::common::*;
+
+fn run(args: &[&str]) -> Ran {
+    run_in_process(args).expect("no panic")
+}
+
+#[test]
+fn a_model_typo_gets_a_guess_and_a_short_message() {
+    let r = run(&["reserve", "sdxxl", "decode", "1024x1024", "--dtype", "fp16"]);
+    assert_eq!(r.code, 2);
+    assert!(r.err.contains("unknown vae or model 'sdxxl': did you mean 'sdxl'?"), "{}", r.err);
+    assert!(r.err.len() < 300, "{} characters: {}", r.err.len(), r.err);
+    // A model name a typo away is guessed too, whatever its case.
+    let r = run(&["reserve", "FLUX1-DEVV", "decode", "1024x1024", "--dtype", "bf16"]);
+    assert!(r.err.contains("did you mean 'flux1-dev'?"), "{}", r.err);
+    // Nothing near: the names it knows, and no guess.
+    let r = run(&["reserve", "zzzzzzzz", "decode", "1024x1024", "--dtype", "fp16"]);
+    assert!(r.err.contains("(known: ") && !r.err.contains("did you mean"), "{}", r.err);
+    // A name of one or two letters is not "a typo away" from everything.
+    let r = run(&["reserve", "q", "decode", "1024x1024", "--dtype", "fp16"]);
+    assert!(!r.err.contains("did you mean"), "{}", r.err);
+}
+
+#[test]
+fn the_guess_is_the_nearest_name_by_edits() {
+    let file = vramfit::contract::parse(vramfit::contract::EMBEDDED, "embedded").unwrap();
+    let registry = vramfit::registry::Registry(file.registry);
+    assert_eq!(registry.nearest("sdxl"), Some("sdxl"));
+    assert_eq!(registry.nearest("sd-xl"), Some("sdxl"));
+    assert_eq!(registry.nearest("WAN2.l"), Some("wan2.1"));
+    assert_eq!(registry.nearest("completely-else"), None);
+}
+
+#[test]
+fn wan2_2_says_which_vae_it_prices() {
+    let args = |m: &str| {
+        ["--format", "json", "reserve", m, "decode", "1280x704", "--frames", "81", "--dtype", "bf16", "--os", "linux"]
+            .map(str::to_string)
+            .to_vec()
+    };
+    let warnings = |m: &str| -> Vec<String> {
+        let r = run_in_process(&args(m)).unwrap();
+        assert_eq!(r.code, 0, "{}", r.err);
+        let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+        v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect()
+    };
+    let w = warnings("Wan2.2");
+    assert!(w[0].starts_with("'wan2.2' is read as the wan22 VAE:") && w[0].contains("wan2.2-a14b"), "{w:?}");
+    // The names that say which VAE do not warn.
+    for m in ["wan2.2-5b", "wan2.2-a14b", "wan22"] {
+        assert!(warnings(m).iter().all(|w| !w.contains("is read as")), "{m}");
+    }
+}
+
+#[test]
+fn an_ambiguous_name_must_be_one_of_the_familys_models() {
+    let dir = scratch();
+    copy_dir(&fixture("root"), dir.path());
+    let policy = dir.path().join("fits/policy.toml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    let family = text.lines().find_map(|l| l.strip_prefix("[vae.")?.strip_suffix(']')).unwrap().to_string();
+    let edited = text.replace(&format!("[vae.{family}]\n"), &format!("[vae.{family}]\nambiguous = {{ \"nope\" = \"x\" }}\n"));
+    assert_ne!(edited, text);
+    std::fs::write(&policy, edited).unwrap();
+    let r = run(&["--root", &dir.path().display().to_string(), "fit"]);
+    assert_eq!(r.code, 2);
+    assert!(r.err.contains(&format!("[vae.{family}]: ambiguous.nope: not one of {family}'s models")), "{}", r.err);
+}
+
+#[test]
+fn a_negative_size_is_refused_in_its_own_words() {
+    let r = run(&["reserve", "sdxl", "decode", "-1024x1024", "--dtype", "fp16"]);
+    assert_eq!(r.code, 2);
+    assert!(r.err.contains("size '-1024x1024': width must be a positive integer"), "{}", r.err);
+    assert!(!r.err.contains("unexpected argument"), "{}", r.err);
+}
+
+#[test]
+fn the_os_help_names_every_value_it_accepts() {
+    let r = run(&["reserve", "--help"]);
+    let os = r.out.split("--os <OS>").nth(1).unwrap().split("--coefficients").next().unwrap();
+    for value in ["auto", "linux", "windows", "macos", "any"] {
+        assert!(os.contains(value), "--os help lacks {value}: {os}");
+    }
+}
+
+#[test]
+fn the_version_says_why_its_count_is_not_verifys() {
+    let r = run(&["--version"]);
+    let v = &r.out;
+    assert!(v.contains("keys too thin to fit, on ") && v.contains("`vramfit verify` counts every stored point"), "{v}");
+    // Both counts are the shipped file's own.
+    let file = vramfit::contract::parse(vramfit::contract::EMBEDDED, "embedded").unwrap();
+    let lines: usize = file.lines.iter().map(|l| l.points).sum();
+    let thin: usize = file.insufficient.iter().map(|l| l.points).sum();
+    assert!(v.contains(&format!("on {lines} points; ")) && v.contains(&format!("on {thin} more")), "{v}");
+}
+
+/// An input error's annotation is placed by the error's data: a TOML syntax
+/// error on its line, a policy entry in the policy, a store point on its
+/// store line; an error with no file on none.
+#[test]
+fn input_errors_are_annotated_from_their_place() {
+    let dir = scratch();
+    copy_dir(&fixture("root"), dir.path());
+    let root = dir.path().display().to_string();
+    let policy = dir.path().join("fits/policy.toml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    // A syntax error on line 3.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(2, "margin = = 1");
+    std::fs::write(&policy, lines.join("\n") + "\n").unwrap();
+    let r = run(&["--root", &root, "--format", "github", "verify"]);
+    assert_eq!(r.code, 2);
+    assert!(r.out.starts_with("::error file=") && r.out.contains("policy.toml,line=3,"), "{}", r.out);
+    // An error that names no file: no file in the annotation.
+    let r = run(&["--format", "github", "reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--batch", "0"]);
+    assert_eq!(r.code, 2);
+    assert!(r.out.starts_with("::error title=") || !r.out.contains("file="), "{}", r.out);
+}
