@@ -8,7 +8,7 @@ build:
 	cargo build --release
 
 test:
-	cargo test
+	cargo test --release
 
 lint:
 	cargo fmt --all -- --check

@@ -13,8 +13,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 bench=${VRAMFIT_PEER_DIR:-$repo/../shared/bench}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(100000 1000000)
-cargo build --release --quiet --manifest-path "$repo/Cargo.toml"
-bin=$repo/target/release/vramfit
+# The shipped binary: the dist profile (fat LTO, one codegen unit).
+cargo build --profile dist --quiet --manifest-path "$repo/Cargo.toml"
+bin=$repo/target/dist/vramfit
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

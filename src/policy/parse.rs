@@ -17,42 +17,14 @@ use toml::{Table, Value};
 
 mod video;
 
-#[cfg(test)]
-pub(super) use video::{CLIP_COPIES_KEYS, ESTIMATE_KEYS, FACTS_KEYS, VIDEO_KEYS};
-
-pub(super) const TOP_KEYS: &[&str] = &[
-    "margin",
-    "ratio_bound",
-    "min_sizes",
-    "unmeasured",
-    "default_allocator",
-    "grid",
-    "tiles",
-    "exclude",
-    "keep",
-    "exception",
-    "carry",
-    "os_specific",
-    "allocator_default",
-    "legacy",
-    "vae",
-    "tiling",
-    "attention",
-    "video",
-];
-pub(super) const LISTED_KEYS: &[&str] = &["id", "reason"];
-pub(super) const CARRY_KEYS: &[&str] =
-    &["vae", "op", "tile", "temporal_tile", "conv_backend", "allocator", "os", "dtype", "slope", "base_mib", "reason"];
-pub(super) const OS_SPECIFIC_KEYS: &[&str] = &["conv_backend", "allocator", "reason"];
-pub(super) const ALLOC_DEFAULT_KEYS: &[&str] = &["conv_backend", "os", "allocator", "reason"];
-pub(super) const LEGACY_KEYS: &[&str] =
-    &["reason", "fallback_backend", "tile_factor", "elem_bytes", "k", "fp32_extra_mib"];
-pub(super) const VAE_KEYS: &[&str] = &["models", "params", "note", "attention", "video", "fp32_switch", "ambiguous"];
-pub(super) const MID_BLOCK_KEYS: &[&str] = &["heads", "head_dim", "latent_factor"];
-pub(super) const ATTENTION_KEYS: &[&str] = &["reason", "held_tensors", "platform"];
-pub(super) const ATTENTION_PLATFORM_KEYS: &[&str] = &["conv_backend", "bytes_per_score", "wrong_output_at", "source"];
-pub(super) const TILING_KEYS: &[&str] = &["default_host", "reason", "host"];
-pub(super) const TILING_HOST_KEYS: &[&str] = &["copies", "source"];
+// The keys each table of the policy may hold are the fields of its type
+// in `policy::schema` (the document's one description): a key added there
+// is known here, and `vramfit schema policy` prints the same tables.
+use super::schema::keys as known;
+use super::schema::{
+    AllocatorDefaultEntry, AttentionEntry, AttentionPlatformEntry, CarryEntry, LegacyEntry, ListedEntry, MidBlockEntry,
+    OsSpecificEntry, PolicyFile, TilingEntry, TilingHostEntry, VaeFamily,
+};
 
 /// Parses a policy. `file` names the file in messages.
 pub fn parse(text: &str, file: &str) -> Result<(Policy, Vec<Problem>)> {
@@ -125,7 +97,7 @@ impl Parser<'_> {
     }
 
     fn policy(&mut self, t: &Table) -> Result<Policy> {
-        self.unknown_keys(t, TOP_KEYS, "the top level");
+        self.unknown_keys(t, known::<PolicyFile>(), "the top level");
         let margin = self.number(t, "margin", "the top level")?.unwrap_or(Ratio::new(5, 100)?);
         let ratio_bound = self.number(t, "ratio_bound", "the top level")?.unwrap_or(Ratio::new(13, 10)?);
         if ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less {
@@ -233,7 +205,7 @@ impl Parser<'_> {
 
     fn mid_block(&mut self, t: &Table, at: &str) -> Result<crate::registry::MidBlock> {
         let at = format!("{at} attention");
-        self.unknown_keys(t, MID_BLOCK_KEYS, &at);
+        self.unknown_keys(t, known::<MidBlockEntry>(), &at);
         let block = crate::registry::MidBlock {
             heads: self.positive(t, "heads", &at)?,
             head_dim: self.positive(t, "head_dim", &at)?,
@@ -246,7 +218,7 @@ impl Parser<'_> {
     }
 
     fn attention(&mut self, t: &Table) -> Result<Attention> {
-        self.unknown_keys(t, ATTENTION_KEYS, "[attention]");
+        self.unknown_keys(t, known::<AttentionEntry>(), "[attention]");
         self.reason(t, "[attention]")?;
         let held_tensors = self.positive(t, "held_tensors", "[attention]")?;
         if held_tensors > 1000 {
@@ -255,7 +227,7 @@ impl Parser<'_> {
         let mut platforms: Vec<AttentionPlatform> = Vec::new();
         for p in self.tables(t, "platform")? {
             let at = "[[attention.platform]]";
-            self.unknown_keys(p, ATTENTION_PLATFORM_KEYS, at);
+            self.unknown_keys(p, known::<AttentionPlatformEntry>(), at);
             let conv_backend: ConvBackend = self.parsed(p, "conv_backend", at)?;
             let at = format!("[[attention.platform]] {conv_backend}");
             if platforms.iter().any(|q| q.conv_backend == conv_backend) {
@@ -288,7 +260,7 @@ impl Parser<'_> {
     }
 
     fn tiling(&mut self, t: &Table) -> Result<Tiling> {
-        self.unknown_keys(t, TILING_KEYS, "[tiling]");
+        self.unknown_keys(t, known::<TilingEntry>(), "[tiling]");
         self.reason(t, "[tiling]")?;
         let default_host = self.string(t, "default_host", "[tiling]")?;
         let mut hosts = BTreeMap::new();
@@ -302,7 +274,7 @@ impl Parser<'_> {
                 bail!(self.err(&at, "a host name is lower-case letters, digits and '-'"));
             }
             let h = v.as_table().ok_or_else(|| self.err(&at, "expected a table"))?;
-            self.unknown_keys(h, TILING_HOST_KEYS, &at);
+            self.unknown_keys(h, known::<TilingHostEntry>(), &at);
             let copies = self.number(h, "copies", &at)?.ok_or_else(|| self.err(&at, "missing copies"))?;
             if copies.den() > 1_000_000 || copies.cmp_exact(&Ratio::int(1000))? == std::cmp::Ordering::Greater {
                 bail!(self.err(&at, "copies: at most 6 decimal places and at most 1000"));
@@ -366,7 +338,7 @@ impl Parser<'_> {
         let mut seen = BTreeSet::new();
         for (i, item) in self.tables(t, key)?.into_iter().enumerate() {
             let at = format!("[[{key}]] #{}", i + 1);
-            self.unknown_keys(item, LISTED_KEYS, &at);
+            self.unknown_keys(item, known::<ListedEntry>(), &at);
             let id = self.string(item, "id", &at)?;
             let reason = self.reason(item, &format!("{at} (id {id})"))?;
             if !seen.insert(id.clone()) {
@@ -381,7 +353,7 @@ impl Parser<'_> {
         let mut out: Vec<Carry> = Vec::new();
         for (i, item) in self.tables(t, "carry")?.into_iter().enumerate() {
             let at = format!("[[carry]] #{}", i + 1);
-            self.unknown_keys(item, CARRY_KEYS, &at);
+            self.unknown_keys(item, known::<CarryEntry>(), &at);
             let key = LineKey {
                 vae: self.string(item, "vae", &at)?.into(),
                 op: self.parsed::<Op>(item, "op", &at)?,
@@ -429,7 +401,7 @@ impl Parser<'_> {
         let mut out = Vec::new();
         for (i, item) in self.tables(t, "os_specific")?.into_iter().enumerate() {
             let at = format!("[[os_specific]] #{}", i + 1);
-            self.unknown_keys(item, OS_SPECIFIC_KEYS, &at);
+            self.unknown_keys(item, known::<OsSpecificEntry>(), &at);
             let conv_backend = self.parsed(item, "conv_backend", &at)?;
             let allocator = match item.get("allocator") {
                 None => None,
@@ -446,7 +418,7 @@ impl Parser<'_> {
         let mut out = Vec::new();
         for (i, item) in self.tables(t, "allocator_default")?.into_iter().enumerate() {
             let at = format!("[[allocator_default]] #{}", i + 1);
-            self.unknown_keys(item, ALLOC_DEFAULT_KEYS, &at);
+            self.unknown_keys(item, known::<AllocatorDefaultEntry>(), &at);
             let d = AllocatorDefault {
                 conv_backend: self.parsed(item, "conv_backend", &at)?,
                 os: self.parsed(item, "os", &at)?,
@@ -459,7 +431,7 @@ impl Parser<'_> {
     }
 
     fn legacy(&mut self, l: &Table) -> Result<Legacy> {
-        self.unknown_keys(l, LEGACY_KEYS, "[legacy]");
+        self.unknown_keys(l, known::<LegacyEntry>(), "[legacy]");
         self.reason(l, "[legacy]")?;
         let mut k = BTreeMap::new();
         if let Some(v) = l.get("k") {
@@ -514,7 +486,7 @@ impl Parser<'_> {
         for (family, entry) in vt {
             let at = format!("[vae.{family}]");
             let et = entry.as_table().ok_or_else(|| self.err(&at, "expected a table"))?;
-            self.unknown_keys(et, VAE_KEYS, &at);
+            self.unknown_keys(et, known::<VaeFamily>(), &at);
             let models: Vec<String> = match et.get("models") {
                 None => vec![],
                 Some(Value::Array(a)) => a

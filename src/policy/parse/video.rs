@@ -8,26 +8,8 @@ use crate::vocab::Op;
 use anyhow::{bail, Result};
 use toml::{Table, Value};
 
-pub(in crate::policy) const VIDEO_KEYS: &[&str] = &["reason", "clip_copies", "estimate"];
-pub(in crate::policy) const CLIP_COPIES_KEYS: &[&str] = &["decode", "encode"];
-pub(in crate::policy) const ESTIMATE_KEYS: &[&str] = &[
-    "vae",
-    "op",
-    "host",
-    "base_mib",
-    "per_element",
-    "frames",
-    "min_frames",
-    "max_frames",
-    "min_clip",
-    "max_clip",
-    "when",
-    "tile_factor",
-    "clip_copies",
-    "source",
-];
-pub(in crate::policy) const FACTS_KEYS: &[&str] =
-    &["spatial", "temporal", "walk", "frames", "overlap", "tile", "source"];
+use crate::policy::schema::keys as known;
+use crate::policy::schema::{ClipCopiesEntry, EstimateEntry, VideoEntry, VideoFactsEntry};
 
 impl Parser<'_> {
     fn count(&self, t: &Table, key: &str, at: &str) -> Result<u64> {
@@ -49,7 +31,7 @@ impl Parser<'_> {
     /// A family's `video = { spatial, temporal, walk, frames, overlap, tile, source }`.
     pub(super) fn video_facts(&mut self, t: &Table, at: &str) -> Result<VideoFacts> {
         let at = format!("{at} video");
-        self.unknown_keys(t, FACTS_KEYS, &at);
+        self.unknown_keys(t, known::<VideoFactsEntry>(), &at);
         let facts = VideoFacts {
             spatial: self.positive(t, "spatial", &at)?,
             temporal: self.positive(t, "temporal", &at)?,
@@ -71,13 +53,13 @@ impl Parser<'_> {
     /// `[video]`: the clip copies and the hosts' estimates.
     pub(super) fn video(&mut self, t: &Table, registry: &Registry) -> Result<VideoPolicy> {
         let at = "[video]";
-        self.unknown_keys(t, VIDEO_KEYS, at);
+        self.unknown_keys(t, known::<VideoEntry>(), at);
         let reason = self.reason(t, at)?;
         let copies = match t.get("clip_copies") {
             Some(Value::Table(c)) => c,
             _ => bail!(self.err(at, "clip_copies: expected a table { decode = \"…\", encode = \"…\" }")),
         };
-        self.unknown_keys(copies, CLIP_COPIES_KEYS, "[video] clip_copies");
+        self.unknown_keys(copies, known::<ClipCopiesEntry>(), "[video] clip_copies");
         let copy = |op: &str| -> Result<Ratio> {
             self.number(copies, op, "[video] clip_copies")?
                 .ok_or_else(|| self.err("[video] clip_copies", format!("missing {op}")))
@@ -91,7 +73,7 @@ impl Parser<'_> {
     }
 
     fn estimate(&mut self, t: &Table, at: &str, registry: &Registry) -> Result<Estimate> {
-        self.unknown_keys(t, ESTIMATE_KEYS, at);
+        self.unknown_keys(t, known::<EstimateEntry>(), at);
         let vae = self.string(t, "vae", at)?;
         if registry.video(&vae).is_none() {
             bail!(self.err(at, format!("vae: '{vae}' is not a registered video family (one with `video` facts)")));
