@@ -4,8 +4,9 @@ The coefficients come from ``fits/vae.json``, fitted and audited by the
 vramfit command-line tool; a copy ships inside this package. This module
 prices a query exactly as ``vramfit reserve --format json`` does (a CI test
 compares the two on thousands of queries), with the standard library only,
-on Python 3.9 and later. It is one file: an app may vendor it and pass its
-own coefficients file.
+on Python 3.9 and later. It is one folder: an app may vendor it (this file, the
+generated ``_generated.py`` and the bundled ``vae.json``) and pass its own
+coefficients file.
 
     import vramfit
     need = vramfit.reserve("sdxl", "decode", 1024, 1024, dtype="fp16")
