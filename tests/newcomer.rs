@@ -63,7 +63,8 @@ fn an_ambiguous_name_must_be_one_of_the_familys_models() {
     let policy = dir.path().join("fits/policy.toml");
     let text = std::fs::read_to_string(&policy).unwrap();
     let family = text.lines().find_map(|l| l.strip_prefix("[vae.")?.strip_suffix(']')).unwrap().to_string();
-    let edited = text.replace(&format!("[vae.{family}]\n"), &format!("[vae.{family}]\nambiguous = {{ \"nope\" = \"x\" }}\n"));
+    let edited =
+        text.replace(&format!("[vae.{family}]\n"), &format!("[vae.{family}]\nambiguous = {{ \"nope\" = \"x\" }}\n"));
     assert_ne!(edited, text);
     std::fs::write(&policy, edited).unwrap();
     let r = run(&["--root", &dir.path().display().to_string(), "fit"]);

@@ -429,7 +429,7 @@ fn check_header(headers: &[String], file: &str, line: u64) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for h in headers {
         if h.is_empty() {
-            bail!(InputError::at_line(file, line, format!("the header has an empty column name")));
+            bail!(InputError::at_line(file, line, "the header has an empty column name"));
         }
         if !seen.insert(h.as_str()) {
             bail!(InputError::at_line(file, line, format!("{h}: column named twice in the header")));

@@ -102,7 +102,7 @@ fn record_fields(
             Some(Value::String(s)) => Ok(s.clone()),
             Some(Value::Number(n)) => Ok(n.to_string()),
             Some(Value::Bool(b)) => Ok(b.to_string()),
-            _ => bail!(at.field_error(k, format!("missing field"))),
+            _ => bail!(at.field_error(k, "missing field")),
         }
     };
     let (w, h) =
@@ -119,7 +119,7 @@ fn record_fields(
     let tile = if tiled {
         match obj.get("tile_size") {
             Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.to_string(),
-            _ => bail!(at.error(format!("tile_size: a tiled record needs a positive tile_size"))),
+            _ => bail!(at.error("tile_size: a tiled record needs a positive tile_size")),
         }
     } else {
         "0".to_string()
@@ -165,7 +165,7 @@ fn record_fields(
     put(Col::Context, Context::Isolated.as_str().to_string());
     for (from, to) in [("avg_reserved_mb", Col::ReservedMib), ("avg_allocated_mb", Col::AllocatedMib)] {
         if let Some(v) = obj.get(from) {
-            put(to, number_text(v).ok_or_else(|| anyhow!(at.field_error(from, format!("expected a number"))))?);
+            put(to, number_text(v).ok_or_else(|| anyhow!(at.field_error(from, "expected a number")))?);
         }
     }
     // The rest of the record is kept in the point's metadata, under its own names.

@@ -217,8 +217,7 @@ impl Interners {
 pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &mut Interners) -> Result<Point> {
     check_text(f, at)?;
     let get = |c: Col| f.field(c).map(|s| s.trim()).filter(|s| !s.is_empty());
-    let fail =
-        |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!(at.field_error(col.name(), format!("{what}"))) };
+    let fail = |col: Col, what: String| -> anyhow::Error { anyhow::anyhow!(at.field_error(col.name(), what)) };
     let vocab = |col: Col| -> Result<&str> { get(col).ok_or_else(|| fail(col, "missing value".into())) };
     fn parse_vocab<T: FromStr>(v: &str, col: Col, at: &RowOrigin) -> Result<T>
     where
@@ -421,7 +420,7 @@ fn resolve_family(
         (None, Some(m)) => Ok(m),
         (None, None) => match model {
             Some(m) => Err(unknown("model", m)),
-            None => bail!(at.error(format!("vae: missing value: give `vae` or a registered `model`"))),
+            None => bail!(at.error("vae: missing value: give `vae` or a registered `model`")),
         },
     }
 }
@@ -498,7 +497,7 @@ fn check_text(f: &impl Row, at: &RowOrigin) -> Result<()> {
     let known = Col::ALL.iter().filter_map(|c| f.field(*c).map(|v| (c.name(), v)));
     for (name, value) in known.chain(f.unknown()) {
         if let Some(problem) = field_problem(value) {
-            anyhow::bail!(at.field_error(name, format!("{problem}")));
+            anyhow::bail!(at.field_error(name, problem));
         }
     }
     Ok(())

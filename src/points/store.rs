@@ -102,7 +102,7 @@ pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result
     let raw_points = raw
         .get("points")
         .and_then(Value::as_array)
-        .ok_or_else(|| anyhow!(InputError::in_file(file, format!("points: missing list"))))?;
+        .ok_or_else(|| anyhow!(InputError::in_file(file, "points: missing list")))?;
     let mut points = Vec::with_capacity(raw_points.len());
     for (i, rp) in raw_points.iter().enumerate() {
         let id = rp.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("#{}", i + 1));
@@ -116,7 +116,7 @@ pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result
         ordered(&w[0], &w[1], file)?;
     }
     if raw.as_object().is_some_and(|o| o.keys().any(|k| !["format", "version", "points"].contains(&k.as_str()))) {
-        bail!(InputError::in_file(file, format!("unknown field at the top level (expected format, version, points)")));
+        bail!(InputError::in_file(file, "unknown field at the top level (expected format, version, points)"));
     }
     Ok(points)
 }
@@ -125,13 +125,13 @@ pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result
 /// spelling of every value, every field present, no unknown field.
 fn canonical(raw: &Value, p: &Point, at: &PointPlace) -> Result<()> {
     let written = serde_json::to_value(p).map_err(|e| anyhow!(at.error(format!("{e}"))))?;
-    let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!(at.error(format!("expected an object"))) };
+    let (Value::Object(r), Value::Object(w)) = (raw, &written) else { bail!(at.error("expected an object")) };
     if let Some(k) = r.keys().find(|k| !w.contains_key(*k)) {
-        bail!(at.field_error(k, format!("unknown field")));
+        bail!(at.field_error(k, "unknown field"));
     }
     for (k, wv) in w {
         match r.get(k) {
-            None => bail!(at.field_error(k, format!("missing field (write null when a value is unknown)"))),
+            None => bail!(at.field_error(k, "missing field (write null when a value is unknown)")),
             Some(rv) if rv != wv => {
                 bail!(at.field_error(k, format!("{rv} is not in canonical form (vramfit writes {wv})")))
             }
@@ -164,10 +164,10 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     }
     let at = &PointPlace { file, id: p.id.as_str() };
     if p.id.trim().is_empty() || p.id.trim() != p.id {
-        bail!(at.error(format!("id: empty or padded with spaces")));
+        bail!(at.error("id: empty or padded with spaces"));
     }
     if p.source.trim().is_empty() {
-        bail!(at.error(format!("source: empty (every point names its source)")));
+        bail!(at.error("source: empty (every point names its source)"));
     }
     if !registry.0.contains_key(p.key.vae.as_str()) {
         bail!(at.error(format!(
@@ -178,7 +178,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     }
     for (field, v) in [("width", p.width), ("height", p.height), ("batch", p.batch)] {
         if v == 0 {
-            bail!(at.field_error(field, format!("must be a positive integer")));
+            bail!(at.field_error(field, "must be a positive integer"));
         }
     }
     let pixels = crate::exact::pixels(p.width, p.height, p.batch);
@@ -190,7 +190,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
         )));
     }
     if p.frames == 0 {
-        bail!(at.error(format!("frames: must be a positive integer")));
+        bail!(at.error("frames: must be a positive integer"));
     }
     if crate::exact::pixel_frames(p.pixels, p.frames).is_none() {
         bail!(at.error(format!(
@@ -201,9 +201,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     let largest = [p.reserved_bytes, p.allocated_bytes, p.driver_bytes].into_iter().flatten().max();
     match largest {
         None => {
-            bail!(at.error(format!(
-                "demand_bytes: no measured delta (reserved_bytes, allocated_bytes, driver_bytes) behind it"
-            )))
+            bail!(at.error("demand_bytes: no measured delta (reserved_bytes, allocated_bytes, driver_bytes) behind it"))
         }
         Some(m) if m != p.demand_bytes => {
             bail!(at.error(format!("demand_bytes: {} but the largest measured delta is {m}", p.demand_bytes)))
@@ -215,7 +213,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
     }
     for (field, v) in [("run", p.run), ("runs", p.runs)] {
         if v == Some(0) {
-            bail!(at.field_error(field, format!("must be a positive integer or null")));
+            bail!(at.field_error(field, "must be a positive integer or null"));
         }
     }
     let texts = [
@@ -230,7 +228,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
         p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k.as_str())), ("metadata", Some(v.as_str()))]);
     for (field, v) in texts.into_iter().chain(metadata) {
         if let Some(problem) = v.and_then(crate::points::row::field_problem) {
-            bail!(at.field_error(field, format!("{problem}")));
+            bail!(at.field_error(field, problem));
         }
     }
     Ok(())

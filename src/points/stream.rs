@@ -133,7 +133,7 @@ fn point_of_line(raw: &[u8], last: bool, number: usize, file: &str, texts: &mut 
     })?;
     let json = if last { line } else { line.strip_suffix(',').unwrap_or(line) };
     if !last && json.len() == line.len() {
-        bail!(InputError::at_line(file, number, format!("expected a point followed by a comma")));
+        bail!(InputError::at_line(file, number, "expected a point followed by a comma"));
     }
     match codec::read_point(json, texts) {
         Some(p) => Ok(p),
@@ -187,7 +187,7 @@ fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, regist
             let p = pool.get_or_insert_with(|| start(scope, crate::par::cores(), file, registry));
             if let Some(jobs) = &p.jobs {
                 jobs.send((p.sent, full))
-                    .map_err(|_| anyhow!(InputError::in_file(file, format!("a reading thread stopped"))))?;
+                    .map_err(|_| anyhow!(InputError::in_file(file, "a reading thread stopped")))?;
                 p.sent += 1;
             }
             while let Ok((i, parsed)) = p.results.try_recv() {
@@ -202,16 +202,12 @@ fn read_lines(r: &mut dyn BufRead, len: u64, capacity: usize, file: &str, regist
             drop(p.jobs.take());
             if batch_failed {
                 // Every earlier line is merged: this is the first error.
-                return Err(framed
-                    .err()
-                    .unwrap_or_else(|| anyhow!(InputError::in_file(file, format!("a batch failed")))));
+                return Err(framed.err().unwrap_or_else(|| anyhow!(InputError::in_file(file, "a batch failed"))));
             }
             sent = p.sent;
             while merged.next + merged.early.len() < sent {
-                let (i, parsed) = p
-                    .results
-                    .recv()
-                    .map_err(|_| anyhow!(InputError::in_file(file, format!("a reading thread stopped"))))?;
+                let (i, parsed) =
+                    p.results.recv().map_err(|_| anyhow!(InputError::in_file(file, "a reading thread stopped")))?;
                 merged.early.insert(i, parsed);
             }
         }
@@ -275,13 +271,13 @@ fn frame(r: &mut dyn BufRead, batch: &mut Batch, file: &str, full: &mut dyn FnMu
                     .map_err(|e| anyhow!(InputError::in_file(file, format!("cannot read: {e}"))))?
                     > 0);
             if !ended || more {
-                bail!(InputError::at_line(file, number + 1, format!("text after the closing `]}}`")));
+                bail!(InputError::at_line(file, number + 1, "text after the closing `]}`"));
             }
             return Ok(());
         }
         if !ended {
             batch.bytes.truncate(start);
-            bail!(InputError::in_file(file, format!("the store ends before its closing `]}}` (a truncated file)")));
+            bail!(InputError::in_file(file, "the store ends before its closing `]}` (a truncated file)"));
         }
         if batch.ends.is_empty() {
             batch.first_line = number;

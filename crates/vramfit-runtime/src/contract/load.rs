@@ -77,12 +77,10 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     for l in &f.lines {
         let at = LinePlace { file, line: format!("lines[{}]", l.key) };
         if !keys.insert(l.key.clone()) {
-            bail!(at.error(format!("the line appears twice")));
+            bail!(at.error("the line appears twice"));
         }
         if l.kind == LineKind::Insufficient {
-            bail!(
-                at.error(format!("kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)"))
-            );
+            bail!(at.error("kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)"));
         }
         l.slope_centi().map_err(|e| anyhow!(at.error(format!("slope: {e}"))))?;
         if l.base_mib.checked_mul(MIB).is_none_or(|b| b > crate::exact::MAX_BYTES) {
@@ -97,7 +95,7 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
             bail!(at.error(format!("points: {} but point_ids lists {}", l.points, l.point_ids.len())));
         }
         if l.kind == LineKind::Fitted && (l.envelope_values().is_none() || l.size_range.is_none()) {
-            bail!(at.error(format!("envelope: a fitted line carries its exact envelope and measured size range")));
+            bail!(at.error("envelope: a fitted line carries its exact envelope and measured size range"));
         }
     }
     for l in &f.insufficient {
@@ -118,7 +116,7 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     if f.ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less || f.margin.is_negative() {
         bail!(InputError::in_file(
             file,
-            format!("margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1")
+            "margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1"
         ));
     }
     let mut tiles = std::collections::BTreeSet::new();
