@@ -33,6 +33,10 @@ fn the_guess_is_the_nearest_name_by_edits() {
     assert_eq!(registry.nearest("sd-xl"), Some("sdxl"));
     assert_eq!(registry.nearest("WAN2.l"), Some("wan2.1"));
     assert_eq!(registry.nearest("completely-else"), None);
+    // Two edits between two short names of two families is no typo.
+    assert_eq!(registry.nearest("ltx2"), Some("ltx2"));
+    assert_eq!(registry.nearest("ltx3"), Some("ltx2"));
+    assert_eq!(registry.nearest("lux9"), None);
 }
 
 #[test]

@@ -573,8 +573,8 @@ class Coefficients:
         raise ValueError(_say("UNKNOWN_MODEL", name=name, known=known))
 
     def _nearest(self, name):
-        """The registered name nearest to ``name`` by edit distance (ASCII case ignored), if a typo away: at most
-        two edits and fewer than the name's characters; a tie keeps the first (each family, then its models)."""
+        """The registered name nearest to ``name`` by edit distance (ASCII case ignored), if a typo away: one edit
+        per four characters of the name, at least one; a tie keeps the first (each family, then its models)."""
         asked = _fold(_trim(str(name)))
         best = None
         for fam in self.families:
@@ -582,7 +582,7 @@ class Coefficients:
                 d = _edit_distance(asked, _fold(known))
                 if best is None or d < best[0]:
                     best = (d, known)
-        return best[1] if best is not None and best[0] <= 2 and best[0] < len(asked) else None
+        return best[1] if best is not None and best[0] <= max(1, len(asked) // 4) else None
 
     def _effective_tile(self, tile, width, height):
         if tile != 0 and tile >= width and tile >= height:

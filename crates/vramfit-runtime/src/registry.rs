@@ -204,7 +204,8 @@ impl Registry {
 
     /// The registered name (a family or a model) nearest to `name` by edit
     /// distance, ASCII case ignored, where it is near enough to be a typo:
-    /// at most two edits, and fewer than the name has characters. A tie
+    /// one edit per four characters of the name asked, at least one (so
+    /// `ltx2` is no typo of `flux2`, two edits away). A tie
     /// keeps the first in the registry's order (each family, then its models).
     pub fn nearest(&self, name: &str) -> Option<&str> {
         let asked: Vec<char> = name.trim().to_ascii_lowercase().chars().collect();
@@ -217,7 +218,8 @@ impl Registry {
                 }
             }
         }
-        best.filter(|(d, _)| *d <= 2 && *d < asked.len()).map(|(_, known)| known)
+        let near = (asked.len() / 4).max(1);
+        best.filter(|(d, _)| *d <= near).map(|(_, known)| known)
     }
 
     pub fn params(&self, family: &str) -> Option<u64> {
