@@ -80,6 +80,32 @@ impl Q {
     }
 }
 
+impl Q {
+    /// An SDXL decode of 1024x1024 in fp16 on CUDA, native allocator,
+    /// Linux: the query the refusals and the spellings vary one field of.
+    fn plain() -> Q {
+        Q {
+            model: "sdxl".into(),
+            op: "decode",
+            width: 1024,
+            height: 1024,
+            batch: 1,
+            tile: 0,
+            dtype: Some("fp16".into()),
+            loaded: None,
+            fp32: None,
+            backend: "cudnn".into(),
+            allocator: "native".into(),
+            os: "linux".into(),
+            env: vec![],
+            host: None,
+            frames: 1,
+            temporal_tile: None,
+            refused: None,
+        }
+    }
+}
+
 /// A small deterministic generator (xorshift), so the queries are the same on every run.
 struct Pick(u64);
 
@@ -264,22 +290,12 @@ fn queries() -> Vec<Q> {
     // a cast of a family without a weight count.
     let refuse = |model: &str, tile: u32, dtype: Option<&str>, loaded: Option<&str>, fp32, words| Q {
         model: model.into(),
-        op: "decode",
-        width: 1024,
-        height: 1024,
-        batch: 1,
         tile,
         dtype: dtype.map(str::to_string),
         loaded: loaded.map(str::to_string),
         fp32,
-        backend: "cudnn".into(),
-        allocator: "native".into(),
-        os: "linux".into(),
-        env: vec![],
-        host: None,
-        frames: 1,
-        temporal_tile: None,
         refused: Some(words),
+        ..Q::plain()
     };
     out.push(refuse("sdxxl", 0, Some("fp16"), None, None, "unknown vae or model"));
     out.push(refuse("sdxl", 300, Some("fp16"), None, None, "a tile is a multiple of 8 pixels"));
@@ -330,37 +346,27 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
     let qs = queries();
     assert!(qs.len() >= 1000, "{} queries", qs.len());
     let path = coefficients_path().display().to_string();
-    let input = Value::Array(qs.iter().map(|q| q.python(&path)).collect());
-    let answers = python_answers(&input);
-    assert_eq!(answers.len(), qs.len());
-    let host = EnvSnapshot::from_process().host_os;
+    let agreed = agree(&qs, &vec![path; qs.len()]);
     let mut rules = std::collections::BTreeSet::new();
     let mut refusals = 0;
     let mut videos = 0;
-    for (q, answer) in qs.iter().zip(&answers) {
-        let env = EnvSnapshot { vars: q.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), host_os: host };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = vramfit::cli::run_from(q.cli_args(&path), &env, &mut out, &mut err);
-        let err = String::from_utf8_lossy(&err);
-        match (code, answer.get("ok"), answer.get("error")) {
-            (0, Some(py), None) => {
+    for (q, a) in qs.iter().zip(&agreed) {
+        match a {
+            Agreed::Answer(cli) => {
                 assert!(q.refused.is_none(), "{q:?} should be refused");
-                let cli: Value = serde_json::from_slice(&out).unwrap();
-                assert_eq!(&cli, py, "{q:?}");
                 rules.insert(cli["rule"].as_str().unwrap().to_string());
                 if q.frames > 1 {
                     videos += 1;
                 }
             }
-            (2, None, Some(Value::String(py))) => {
+            Agreed::Refused { cli, python } => {
                 // The same refusal, word for word.
-                assert_eq!(err.trim_end(), format!("error: {py}"), "{q:?}");
+                assert_eq!(cli, &format!("error: {python}"), "{q:?}");
                 refusals += 1;
                 if let Some(words) = q.refused {
-                    assert!(py.contains(words), "{q:?}: {py}");
+                    assert!(python.contains(words), "{q:?}: {python}");
                 }
             }
-            _ => panic!("{q:?}: the CLI exits {code} ({err}), Python answers {answer}"),
         }
     }
     assert!(refusals >= 20, "{refusals} refusals of {}", qs.len());
@@ -583,25 +589,7 @@ fn the_package_repeats_no_generated_table() {
 /// refuses: both sides read them alike.
 fn spelling_queries() -> Vec<Q> {
     use vramfit::vocab::{ConvBackend, Dtype};
-    let base = Q {
-        model: "sdxl".into(),
-        op: "decode",
-        width: 1024,
-        height: 1024,
-        batch: 1,
-        tile: 0,
-        dtype: Some("fp16".into()),
-        loaded: None,
-        fp32: None,
-        backend: "cudnn".into(),
-        allocator: "native".into(),
-        os: "linux".into(),
-        env: vec![],
-        host: None,
-        frames: 1,
-        temporal_tile: None,
-        refused: None,
-    };
+    let base = Q::plain();
     let variants = |s: &str| vec![s.to_string(), s.to_uppercase(), format!(" {s}\t"), s.to_string() + "x"];
     let mut out = Vec::new();
     for s in Dtype::SPELLINGS {
@@ -633,19 +621,29 @@ fn spelling_queries() -> Vec<Q> {
     out
 }
 
-/// The answers of both sides, query by query: the same JSON, or the same
-/// refusal word for word. Returns how many each side answered and refused.
-fn agree(qs: &[Q], paths: &[String]) -> (usize, usize) {
+/// What both sides agreed a query gets.
+enum Agreed {
+    /// The same answer (the CLI's JSON).
+    Answer(Value),
+    /// Both refused: the CLI's first error line and the package's message.
+    Refused { cli: String, python: String },
+}
+
+/// The answers of both sides, query by query (each on its own coefficients
+/// file): the same JSON, or both refusing, the file or the query, the
+/// package in the CLI's words (which clap may wrap around a flag).
+fn agree(qs: &[Q], paths: &[String]) -> Vec<Agreed> {
     let input = Value::Array(qs.iter().zip(paths).map(|(q, p)| q.python(p)).collect());
     let answers = python_answers(&input);
+    assert_eq!(answers.len(), qs.len());
     let host = EnvSnapshot::from_process().host_os;
-    let (mut answered, mut refused) = (0, 0);
+    let mut agreed = Vec::new();
     let mut disagree = Vec::new();
     for ((q, path), answer) in qs.iter().zip(paths).zip(&answers) {
         let env = EnvSnapshot { vars: q.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), host_os: host };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = vramfit::cli::run_from(q.cli_args(path), &env, &mut out, &mut err);
-        let err = String::from_utf8_lossy(&err);
+        let err = String::from_utf8_lossy(&err).trim_end().to_string();
         // The CLI refuses a file it cannot load before it reads the query,
         // naming the file first.
         let file_refused = code == 2 && err.starts_with(&format!("error: {path}"));
@@ -654,22 +652,23 @@ fn agree(qs: &[Q], paths: &[String]) -> (usize, usize) {
             (0, Some(py), None) => {
                 let cli: Value = serde_json::from_slice(&out).unwrap();
                 if &cli == py {
-                    answered += 1;
+                    agreed.push(Agreed::Answer(cli));
                 } else {
                     disagree.push(format!("{q:?} on {path}: CLI {cli} / Python {py}"));
                 }
             }
-            (2, None, Some(Value::String(_))) if file_refused && py_file_refused => refused += 1,
-            // clap names the flag around a refused spelling.
             (2, None, Some(Value::String(py)))
-                if !file_refused && !py_file_refused && err.starts_with("error: ") && err.contains(py.as_str()) =>
+                if (file_refused && py_file_refused)
+                    || (!file_refused
+                        && !py_file_refused
+                        && err.starts_with("error: ")
+                        && err.contains(py.as_str())) =>
             {
-                refused += 1
+                agreed.push(Agreed::Refused { cli: err, python: py.clone() })
             }
             _ => {
                 let said = answer.get("ok").map_or_else(|| answer.to_string(), |_| "an answer".to_string());
-                disagree
-                    .push(format!("{q:?} on {path}: the CLI exits {code} ({}), Python gives {said}", err.trim_end()));
+                disagree.push(format!("{q:?} on {path}: the CLI exits {code} ({err}), Python gives {said}"));
             }
         }
     }
@@ -679,14 +678,20 @@ fn agree(qs: &[Q], paths: &[String]) -> (usize, usize) {
         disagree.len(),
         disagree[..disagree.len().min(12)].join("\n")
     );
-    (answered, refused)
+    agreed
+}
+
+/// How many of the agreed queries were answered and refused.
+fn counts(agreed: &[Agreed]) -> (usize, usize) {
+    let answered = agreed.iter().filter(|a| matches!(a, Agreed::Answer(_))).count();
+    (answered, agreed.len() - answered)
 }
 
 #[test]
 fn every_spelling_is_read_alike() {
     let qs = spelling_queries();
     let path = coefficients_path().display().to_string();
-    let (answered, refused) = agree(&qs, &vec![path; qs.len()]);
+    let (answered, refused) = counts(&agree(&qs, &vec![path; qs.len()]));
     // Each spelling as written, upper-cased and padded answers; with a
     // letter added it is refused.
     assert!(answered >= 3 * (qs.len() / 4) - 8, "{answered} of {}", qs.len());
@@ -716,7 +721,7 @@ fn mutated_coefficient_files_are_priced_alike() {
             paths.push(path.display().to_string());
         }
     }
-    let (answered, refused) = agree(&qs, &paths);
+    let (answered, refused) = counts(&agree(&qs, &paths));
     assert!(answered >= 600, "{answered} answered, {refused} refused of {}", qs.len());
 }
 

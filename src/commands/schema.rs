@@ -4,11 +4,11 @@
 //! program does not have. The committed copies under `schemas/` are held
 //! to these by a test.
 
+use crate::contract::schema_of;
 use crate::plan::Plan;
 use crate::points::Point;
 use crate::policy::schema::PolicyFile;
 use crate::pricing::ReserveReport;
-use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Value};
 
@@ -55,20 +55,14 @@ struct StoreDocument {
     points: Vec<Point>,
 }
 
-fn root<T: JsonSchema>(written: bool) -> Value {
-    let settings = SchemaSettings::draft2020_12();
-    let settings = if written { settings.for_serialize() } else { settings.for_deserialize() };
-    settings.into_generator().into_root_schema_for::<T>().to_value()
-}
-
 /// The schema of one kind, as JSON.
 pub fn schema(kind: SchemaKind) -> Value {
     let (mut s, title) = match kind {
         SchemaKind::Coefficients => return crate::contract::schema(),
-        SchemaKind::Points => (root::<StoreDocument>(true), "vramfit points (measurements/vae.json)"),
-        SchemaKind::Policy => (root::<PolicyFile>(false), "vramfit policy (fits/policy.toml, as parsed TOML)"),
-        SchemaKind::Reserve => (root::<ReserveReport>(true), "vramfit reserve --format json"),
-        SchemaKind::Plan => (root::<Plan>(true), "vramfit plan --format json"),
+        SchemaKind::Points => (schema_of::<StoreDocument>(true), "vramfit points (measurements/vae.json)"),
+        SchemaKind::Policy => (schema_of::<PolicyFile>(false), "vramfit policy (fits/policy.toml, as parsed TOML)"),
+        SchemaKind::Reserve => (schema_of::<ReserveReport>(true), "vramfit reserve --format json"),
+        SchemaKind::Plan => (schema_of::<Plan>(true), "vramfit plan --format json"),
     };
     s["title"] = json!(title);
     // The fixed values of a file's frame.

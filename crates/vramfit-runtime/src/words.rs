@@ -17,8 +17,8 @@ pub struct Words {
 
 impl Words {
     /// The template with each `{name}` replaced by its value; a name with
-    /// no value is left as it is (a test holds every template's names to
-    /// the values its callers give).
+    /// no value is left as it is, so a caller that forgets one shows
+    /// `{name}` in the words a test compares.
     pub fn fill(&self, values: &[(&str, &dyn Display)]) -> String {
         let mut out = String::with_capacity(self.text.len() + 32);
         let mut rest = self.text;
@@ -35,21 +35,6 @@ impl Words {
             rest = &rest[close + 1..];
         }
         out.push_str(rest);
-        out
-    }
-
-    /// The names a template takes, in order of first use.
-    pub fn names(&self) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        let mut rest = self.text;
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}').map(|c| open + c) else { break };
-            let name = &rest[open + 1..close];
-            if !out.contains(&name) {
-                out.push(name);
-            }
-            rest = &rest[close + 1..];
-        }
         out
     }
 }
@@ -105,7 +90,6 @@ mod tests {
     fn a_template_is_filled_by_name_and_an_unnamed_value_stays() {
         let w = Words { id: "T", text: "--x {a}: {b} and {a} {c}" };
         assert_eq!(w.fill(&[("a", &1), ("b", &"two")]), "--x 1: two and 1 {c}");
-        assert_eq!(w.names(), ["a", "b", "c"]);
         let ids: std::collections::BTreeSet<&str> = ALL.iter().map(|w| w.id).collect();
         assert_eq!(ids.len(), ALL.len(), "two templates share a name");
     }

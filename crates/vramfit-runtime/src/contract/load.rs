@@ -159,12 +159,19 @@ pub fn load(file: &Path) -> Result<CoefficientsFile> {
     parse(&crate::io::read_text(file)?, &crate::io::shown(file))
 }
 
+/// The draft 2020-12 JSON Schema of a type, as it is written (`written`)
+/// or as it is read: the one setting every schema vramfit prints uses.
+pub fn schema_of<T: schemars::JsonSchema>(written: bool) -> serde_json::Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12();
+    let settings = if written { settings.for_serialize() } else { settings.for_deserialize() };
+    settings.into_generator().into_root_schema_for::<T>().to_value()
+}
+
 /// The JSON Schema of the file, as `emit` writes it: what `vramfit schema
 /// coefficients` prints and what the Python package checks a file against
 /// before it reads it.
 pub fn schema() -> serde_json::Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
-    let mut s = settings.into_generator().into_root_schema_for::<CoefficientsFile>().to_value();
+    let mut s = schema_of::<CoefficientsFile>(true);
     s["title"] = serde_json::json!("vramfit coefficients (fits/vae.json)");
     s["properties"]["format"]["const"] = serde_json::json!(FORMAT);
     s["properties"]["version"]["const"] = serde_json::json!(VERSION);

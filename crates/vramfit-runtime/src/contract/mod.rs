@@ -21,7 +21,7 @@ pub use file::{
 };
 pub use formula::reserve_bytes;
 pub use key::LineKey;
-pub use load::{load, parse, parse_read, read_json, schema, version_mismatch};
+pub use load::{load, parse, parse_read, read_json, schema, schema_of, version_mismatch};
 pub use rules::{
     is_os_specific, AllocatorDefault, Attention, AttentionPlatform, Legacy, LegacyK, OsSpecific, Tiling, TilingHost,
     ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
