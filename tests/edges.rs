@@ -195,7 +195,7 @@ fn format_characters_are_refused_like_control_characters() {
             let out = vramfit().arg("--root").arg(root.path()).arg(cmd).output().unwrap();
             assert_eq!(out.status.code(), Some(2), "{cmd} {shown}");
             let err = stderr_of(&out);
-            assert!(err.contains("exception.reason: an invisible format character"), "{cmd}: {err}");
+            assert!(err.contains("exception[1].reason: an invisible format character"), "{cmd}: {err}");
             let code = shown.trim_start_matches("U+").to_lowercase();
             assert!(err.contains(&format!("\\u{{{code}}}")), "{err}");
         }

@@ -73,7 +73,7 @@ fn an_ambiguous_name_must_be_one_of_the_familys_models() {
     std::fs::write(&policy, edited).unwrap();
     let r = run(&["--root", &dir.path().display().to_string(), "fit"]);
     assert_eq!(r.code, 2);
-    assert!(r.err.contains(&format!("[vae.{family}]: ambiguous.nope: not one of {family}'s models")), "{}", r.err);
+    assert!(r.err.contains(&format!("vae.{family}: ambiguous.nope: not one of {family}'s models")), "{}", r.err);
 }
 
 #[test]

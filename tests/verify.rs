@@ -434,6 +434,37 @@ fn unknown_policy_key() {
     assert!(f["hint"].as_str().unwrap().contains("spelling"), "{f}");
 }
 
+/// Every unknown key at once, each on its own line, at any depth: one at
+/// the top level, one in an array entry, one in a family's table.
+#[test]
+fn every_unknown_policy_key_is_named_with_its_line() {
+    let root = scratch();
+    let policy = root.path().join("fits/policy.toml");
+    edit(&policy, "min_sizes = 3", "min_sizes = 3\nmin_size = 4");
+    let text = fs::read_to_string(&policy).unwrap();
+    let family = text.lines().find_map(|l| l.strip_prefix("[vae.")?.strip_suffix(']')).unwrap().to_string();
+    edit(&policy, &format!("[vae.{family}]\n"), &format!("[vae.{family}]\nmodles = []\n"));
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, format!("{text}\n[[exception]]\nid = \"x\"\nreason = \"r\"\nreasno = \"typo\"\n")).unwrap();
+    let text = fs::read_to_string(&policy).unwrap();
+    let line_of = |needle: &str| text.lines().position(|l| l.starts_with(&format!("{needle} ="))).unwrap() + 1;
+    let j = caught(root.path(), "unknown-key");
+    let said = messages(&j, "unknown-key");
+    assert_eq!(said.len(), 3, "{said:?}");
+    for (key, within, guess) in [
+        ("min_size", "the top level", "min_sizes"),
+        ("modles", &*format!("vae.{family}"), "models"),
+        ("reasno", "exception[", "reason"),
+    ] {
+        let m = said.iter().find(|m| m.contains(&format!("'{key}'"))).unwrap_or_else(|| panic!("{key}: {said:?}"));
+        assert!(m.contains(&format!("policy.toml:{}: unknown key '{key}' in {within}", line_of(key))), "{m}");
+        assert!(m.contains(&format!("did you mean '{guess}'")), "{m}");
+    }
+    // fit refuses, naming the first; nothing is written.
+    let out = vramfit().arg("--root").arg(root.path()).arg("fit").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn version_mismatch() {
     let root = scratch();

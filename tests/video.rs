@@ -361,8 +361,16 @@ fn video_declarations_are_checked_where_they_are_written() {
             "vae = \"sd\"\nop = \"decode\"\nhost = \"invokeai\"",
             "not a registered video family",
         ),
-        ("walk = \"causal\"", "walk = \"sideways\"", "walk: 'sideways' is not one of tiles, causal, all"),
-        ("frames = \"tile\"", "frames = \"forever\"", "frames: 'forever' is not one of one, clip, latent, tile"),
+        (
+            "walk = \"causal\"",
+            "walk = \"sideways\"",
+            "video.walk: unknown variant 'sideways', expected one of 'tiles', 'causal', 'all'",
+        ),
+        (
+            "frames = \"tile\"",
+            "frames = \"forever\"",
+            "].frames: unknown variant 'forever', expected one of 'one', 'clip', 'latent', 'tile'",
+        ),
         ("clip_copies = { decode = \"1\", encode = \"1\" }", "clip_copies = { decode = \"1\" }", "missing encode"),
         (
             "min_frames = 8\nclip_copies = \"3\"",

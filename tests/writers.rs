@@ -351,7 +351,7 @@ fn control_characters_in_the_policy_are_refused() {
         let out = vramfit().arg("--root").arg(root.path()).arg(cmd).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{cmd}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("exception.reason: a control character"), "{cmd}: {err}");
+        assert!(err.contains("exception[1].reason: a control character"), "{cmd}: {err}");
         assert!(!err.contains('\u{1b}'));
     }
 }

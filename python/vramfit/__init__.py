@@ -482,15 +482,15 @@ def _is_fraction(text):
 
 
 def _edit_distance(a, b):
-    """Levenshtein's distance: the fewest one-character insertions, deletions and substitutions from a to b."""
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a):
-        diagonal, row[0] = row[0], i + 1
-        for j, cb in enumerate(b):
-            above = row[j + 1]
-            row[j + 1] = min(diagonal + (ca != cb), above + 1, row[j] + 1)
-            diagonal = above
-    return row[len(b)]
+    """The fewest one-character insertions, deletions, substitutions and swaps of two neighbours from a to b
+    (each substring edited once), as the CLI counts them."""
+    d = [[i + j if i == 0 or j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j - 1] + (a[i - 1] != b[j - 1]), d[i - 1][j] + 1, d[i][j - 1] + 1)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
 
 
 def _exact(text):

@@ -7,7 +7,7 @@
 use crate::contract::schema_of;
 use crate::plan::Plan;
 use crate::points::Point;
-use crate::policy::schema::PolicyFile;
+use crate::policy::document::PolicyFile;
 use crate::pricing::ReserveReport;
 use schemars::JsonSchema;
 use serde_json::{json, Value};

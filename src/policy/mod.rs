@@ -1,13 +1,13 @@
 //! The maintainer's declared rules (`fits/policy.toml`; `docs/DESIGN.md`, "The policy").
 //!
-//! Parsing is strict: structural mistakes (a wrong type, a missing `reason`)
-//! are errors, and unknown keys or ids that name no point are collected as
-//! [`Problem`]s. `fit` and `emit` refuse to run with problems; `verify`
+//! Read once, by serde, into the types that are also its schema
+//! (`document`): a wrong value or a missing `reason` is an error on its line;
+//! unknown keys and ids that name no point are collected as [`Problem`]s. `fit` and `emit` refuse to run with problems; `verify`
 //! reports them as findings, so CI names every one of them at once.
 
-mod number;
-mod parse;
-pub mod schema;
+pub mod document;
+mod read;
+pub mod values;
 
 pub use crate::contract::rules::{
     is_os_specific, AllocatorDefault, Attention, AttentionPlatform, Legacy, LegacyK, OsSpecific, Tiling, TilingHost,
@@ -15,7 +15,7 @@ pub use crate::contract::rules::{
 };
 pub use crate::contract::video;
 
-pub use parse::parse;
+pub use read::parse;
 
 use crate::exact::Ratio;
 use crate::findings::Code;

@@ -142,20 +142,52 @@ pub fn working_set(width: u64, height: u64, tile: u32, working_frames: u64, batc
     [h, working_frames, batch].into_iter().try_fold(w, u64::checked_mul)
 }
 
-/// Levenshtein's distance: the fewest one-character insertions, deletions
-/// and substitutions from `a` to `b`.
-fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != cb)).min(above + 1).min(row[j] + 1);
-            diagonal = above;
+/// The name of `known` nearest to `name` by edit distance, ASCII case
+/// ignored, where it is near enough to be a typo: one edit per four
+/// characters of the name asked, at least one. A tie keeps the first.
+/// (Model names here; the policy's keys in its reader.)
+pub fn nearest_of<'k>(name: &str, known: impl IntoIterator<Item = &'k str>) -> Option<&'k str> {
+    let asked: Vec<char> = name.trim().to_ascii_lowercase().chars().collect();
+    let mut best: Option<(usize, &str)> = None;
+    for k in known {
+        let d = edit_distance(&asked, &k.to_ascii_lowercase().chars().collect::<Vec<_>>());
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, k));
         }
     }
-    row[b.len()]
+    let near = (asked.len() / 4).max(1);
+    best.filter(|(d, _)| *d <= near).map(|(_, k)| k)
+}
+
+/// The fewest one-character insertions, deletions, substitutions and
+/// swaps of two neighbours from `a` to `b`, each substring edited once (the
+/// optimal string alignment distance): a swapped pair (`modles`) is one
+/// slip of the fingers, not two.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let width = b.len() + 1;
+    let mut d: Vec<usize> = (0..(a.len() + 1) * width)
+        .map(|k| {
+            if k < width {
+                k
+            } else if k % width == 0 {
+                k / width
+            } else {
+                0
+            }
+        })
+        .collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let mut best = (d[(i - 1) * width + j - 1] + usize::from(a[i - 1] != b[j - 1]))
+                .min(d[(i - 1) * width + j] + 1)
+                .min(d[i * width + j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
+        }
+    }
+    d[a.len() * width + b.len()]
 }
 
 /// The shape of a VAE's mid-block attention: `heads` heads of `head_dim`
@@ -208,18 +240,10 @@ impl Registry {
     /// `ltx2` is no typo of `flux2`, two edits away). A tie
     /// keeps the first in the registry's order (each family, then its models).
     pub fn nearest(&self, name: &str) -> Option<&str> {
-        let asked: Vec<char> = name.trim().to_ascii_lowercase().chars().collect();
-        let mut best: Option<(usize, &str)> = None;
-        for (family, entry) in &self.0 {
-            for known in std::iter::once(family).chain(&entry.models) {
-                let d = edit_distance(&asked, &known.to_ascii_lowercase().chars().collect::<Vec<_>>());
-                if best.is_none_or(|(bd, _)| d < bd) {
-                    best = Some((d, known.as_str()));
-                }
-            }
-        }
-        let near = (asked.len() / 4).max(1);
-        best.filter(|(d, _)| *d <= near).map(|(_, known)| known)
+        nearest_of(
+            name,
+            self.0.iter().flat_map(|(family, e)| std::iter::once(family).chain(&e.models).map(String::as_str)),
+        )
     }
 
     pub fn params(&self, family: &str) -> Option<u64> {
@@ -229,5 +253,28 @@ impl Registry {
     /// The video facts of a family, when it is a video VAE.
     pub fn video(&self, family: &str) -> Option<&VideoFacts> {
         self.0.get(family).and_then(|e| e.video.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{edit_distance, nearest_of};
+
+    fn distance(a: &str, b: &str) -> usize {
+        edit_distance(&a.chars().collect::<Vec<_>>(), &b.chars().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_swapped_pair_is_one_edit() {
+        assert_eq!(distance("kitten", "sitting"), 3);
+        assert_eq!(distance("modles", "models"), 1);
+        assert_eq!(distance("ab", "ba"), 1);
+        // Each substring edited once: "ca" → "abc" is three edits, not two.
+        assert_eq!(distance("ca", "abc"), 3);
+        assert_eq!(distance("", "sdxl"), 4);
+        assert_eq!(distance("sdxl", "sdxl"), 0);
+        assert_eq!(nearest_of("modles", ["note", "models", "params"]), Some("models"));
+        // One edit per four characters: two slips in "ltx2" are not a typo of "flux2".
+        assert_eq!(nearest_of("ltx2", ["flux2"]), None);
     }
 }
