@@ -9,6 +9,11 @@ from .run import run_plan
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trace"]:
+        from . import trace
+
+        return trace.main(argv[1:])
     p = argparse.ArgumentParser(prog="python3 -m harness", description="Measure VAE memory into vramfit's CSV.")
     p.add_argument("--plan", required=True, help="the plan (TOML)")
     p.add_argument("--out", help="the CSV to append to (required unless --dry-run)")

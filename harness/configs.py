@@ -25,3 +25,30 @@ def load(family):
         raise ValueError("unknown family '%s' (known: %s)" % (family, ", ".join(families())))
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def from_file(path, family=None, vae=None, source=None):
+    """A config given on the command line: a harness document (with
+    `config`), or a diffusers `config.json` itself, which then needs the
+    family name to write its rows under."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError("%s: cannot read a JSON config: %s" % (path, e)) from None
+    if not isinstance(doc, dict):
+        raise ValueError("%s: expected a JSON object" % path)
+    if "config" not in doc:
+        if "_class_name" not in doc:
+            raise ValueError("%s: not a diffusers config (no _class_name) nor a harness document (no config)" % path)
+        doc = {"config": doc}
+    doc = dict(doc)
+    if family:
+        doc["family"] = family
+    if not doc.get("family"):
+        raise ValueError("%s: name the family (--family NAME)" % path)
+    if not all(c.isalnum() or c in "_-." for c in doc["family"]):
+        raise ValueError("family '%s': letters, digits, '_', '-' and '.' only" % doc["family"])
+    doc["vae"] = vae or doc.get("vae") or doc["family"]
+    doc["source"] = source or doc.get("source") or os.path.basename(path)
+    return doc

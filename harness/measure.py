@@ -14,7 +14,8 @@ and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 """
 
 #: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
-VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLWan")
+VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
+                 "AutoencoderKLHunyuanVideo", "AutoencoderKLCogVideoX", "AutoencoderKLMochi")
 
 
 def _torch_dtype(torch, name):
@@ -77,7 +78,13 @@ def build(doc, dtype, device, tile=0):
     cls = getattr(diffusers, name, None)
     if cls is None:
         raise RuntimeError("diffusers %s has no class %s (config of %s)" % (diffusers.__version__, name, doc["family"]))
-    vae = cls.from_config(config).to(device=device, dtype=_torch_dtype(torch, dtype)).eval()
+    if device == "meta":
+        # Shapes and storages without data: built on the meta device directly.
+        with torch.device("meta"):
+            vae = cls.from_config(config)
+        vae = vae.to(dtype=_torch_dtype(torch, dtype)).eval()
+    else:
+        vae = cls.from_config(config).to(device=device, dtype=_torch_dtype(torch, dtype)).eval()
     if tile:
         _tile(vae, tile)
     return vae
@@ -92,26 +99,50 @@ def _video(doc):
     return doc["config"]["_class_name"] in VIDEO_CLASSES
 
 
-def input_shape(doc, op, width, height, batch):
-    """The tensor an op takes: latents at an eighth for a decode, the image for an encode."""
-    shape = [batch, _channels(doc), height // 8, width // 8] if op == "decode" else [batch, 3, height, width]
+def spatial_compression(doc):
+    """Output pixels per latent pixel along a side (8 unless the document says)."""
+    return doc.get("spatial", 8)
+
+
+def temporal_compression(doc):
+    """Output frames per latent frame (1: an image VAE)."""
+    return doc.get("temporal", 1)
+
+
+def is_video_model(doc):
+    """Whether the family decodes clips (a frame axis that compresses time)."""
+    return temporal_compression(doc) > 1
+
+
+def latent_frames(doc, frames):
+    """A clip of `frames` frames in latent frames: the first alone, then one per `temporal`."""
+    return (frames - 1) // temporal_compression(doc) + 1
+
+
+def input_shape(doc, op, width, height, batch, frames=1):
+    """The tensor an op takes: latents for a decode, the image or clip for an encode."""
+    s = spatial_compression(doc)
+    shape = [batch, _channels(doc), height // s, width // s] if op == "decode" else [batch, 3, height, width]
     if _video(doc):
-        shape.insert(2, 1)
+        shape.insert(2, latent_frames(doc, frames) if op == "decode" else frames)
     return shape
 
 
-def expected_shape(doc, op, width, height, batch):
-    """What the op must return: the image for a decode, the latent mode for an encode."""
-    shape = [batch, 3, height, width] if op == "decode" else [batch, _channels(doc), height // 8, width // 8]
+def expected_shape(doc, op, width, height, batch, frames=1):
+    """What the op must return: the image or clip for a decode, the latent mode for an encode."""
+    s = spatial_compression(doc)
+    shape = [batch, 3, height, width] if op == "decode" else [batch, _channels(doc), height // s, width // s]
     if _video(doc):
-        shape.insert(2, 1)
+        shape.insert(2, frames if op == "decode" else latent_frames(doc, frames))
     return shape
 
 
-def make_input(doc, op, dtype, width, height, batch, device):
+def make_input(doc, op, dtype, width, height, batch, device, frames=1):
     import torch
 
-    shape = input_shape(doc, op, width, height, batch)
+    shape = input_shape(doc, op, width, height, batch, frames)
+    if device == "meta":
+        return torch.empty(shape, device=device, dtype=_torch_dtype(torch, dtype))
     return torch.randn(shape, device=device, dtype=_torch_dtype(torch, dtype))
 
 

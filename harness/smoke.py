@@ -48,6 +48,8 @@ def check_family(family, dtype="fp32", say=print):
     failures = ["%s: config: %s" % (family, p) for p in config_keys_problems(doc, cls)]
     if failures:
         return failures
+    if measure.is_video_model(doc):
+        return check_video_family(doc, say)
     for tile in (0, TILE):
         vae = measure.build(doc, dtype, "cpu", tile)
         if tile and not getattr(vae, "use_tiling", False):
@@ -68,6 +70,33 @@ def check_family(family, dtype="fp32", say=print):
     return failures
 
 
+def check_video_family(doc, say=print):
+    """A video family on the meta device: both ops through the real
+    forward at the smallest traced clip (a CPU run of a 3-D VAE with random
+    weights takes minutes; the trace takes a second and checks the shapes)."""
+    from . import trace
+
+    failures = []
+    frames = trace.clip_frames(doc, (9,))[0]
+    side = 4 * measure_spatial(doc)
+    for op in ("decode", "encode"):
+        started = time.monotonic()
+        try:
+            traced = trace.trace_one(doc, op, "fp32", 0, side, side, frames)
+        except Exception as e:  # any failure of a diffusers call is the finding
+            failures.append("%s %s (meta): %s: %s" % (doc["family"], op, type(e).__name__, e))
+            continue
+        say("ok    %-11s %-6s meta %dx%d×%d  %d bytes traced  %.1f s"
+            % (doc["family"], op, side, side, frames, traced, time.monotonic() - started))
+    return failures
+
+
+def measure_spatial(doc):
+    from . import measure
+
+    return measure.spatial_compression(doc)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m harness.smoke", description=__doc__.split("\n\n")[0])
     p.add_argument("families", nargs="*", help="families to check (default: every shipped config)")
@@ -82,7 +111,9 @@ def main(argv=None):
     diffusers.utils.logging.set_verbosity_error()
     torch.manual_seed(0)
     families = a.families or configs.families()
-    failures = []
+    from . import trace
+
+    failures = ["the trace's counter: %s" % p for p in trace.selftest()]
     for family in families:
         try:
             failures += check_family(family)

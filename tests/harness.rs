@@ -157,21 +157,28 @@ fn a_bad_plan_is_refused_naming_the_key() {
 }
 
 #[test]
-fn every_shipped_config_names_its_source_and_a_registered_family() {
+fn every_registered_family_has_a_config_that_names_its_source() {
     let registry = vramfit::workspace::Workspace::new(&repo()).policy().unwrap().registry;
     let dir = repo().join("harness/configs");
-    let mut n = 0;
+    let mut covered = std::collections::BTreeSet::new();
     for e in std::fs::read_dir(&dir).unwrap() {
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap();
         let source = doc["source"].as_str().unwrap();
-        assert!(source.contains("vae/config.json"), "{source}");
+        // A model repository's config, or the diffusers class's own defaults.
+        assert!(source.contains("vae/config.json") || source.contains("class defaults"), "{source}");
         assert!(doc["config"]["_class_name"].as_str().unwrap().starts_with("AutoencoderKL"));
         let family = registry.resolve(doc["model"].as_str().unwrap()).unwrap();
         assert_eq!(family, doc["vae"].as_str().unwrap());
-        n += 1;
+        // A video family's compression is the registry's.
+        if let Some(facts) = registry.video(family) {
+            assert_eq!(doc["spatial"].as_u64(), Some(facts.spatial), "{family}");
+            assert_eq!(doc["temporal"].as_u64(), Some(facts.temporal), "{family}");
+        }
+        covered.insert(family.to_string());
     }
-    assert_eq!(n, 7, "SD1.5, SDXL, FLUX.1, FLUX.2, SD3, CogView4, Qwen-Image");
+    let registered: std::collections::BTreeSet<String> = registry.0.keys().cloned().collect();
+    assert_eq!(covered, registered, "every registered family, the video ones included");
 }
 
 #[test]
@@ -280,4 +287,94 @@ print(config_keys_problems(doc, AutoencoderKL))
         String::from_utf8_lossy(&out.stdout),
         "[\"unknown key 'force_upcast'\", \"missing key 'layers_per_block'\"]\n[]\n"
     );
+}
+
+/// The shipped traces (`python3 -m harness trace --all`; CI checks they
+/// regenerate byte for byte): one file per shipped config, every row a
+/// registered family with its provenance, and the shape a trace must have:
+/// at one op, dtype and clip, an untiled trace never shrinks as the image
+/// grows, and at one size never as the clip grows.
+#[test]
+fn the_shipped_traces_cover_every_config_and_grow_with_the_work() {
+    let registry = vramfit::workspace::Workspace::new(&repo()).policy().unwrap().registry;
+    let configs: Vec<String> = std::fs::read_dir(repo().join("harness/configs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".json").to_string())
+        .collect();
+    assert!(configs.len() >= 12, "{configs:?}");
+    for family in &configs {
+        let path = repo().join(format!("measurements/traced/{family}.csv"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}"));
+        let (vae, op, dtype, tile, w, h, frames, bytes, digest) = (
+            col("vae"),
+            col("op"),
+            col("dtype"),
+            col("tile"),
+            col("width"),
+            col("height"),
+            col("frames"),
+            col("traced_bytes"),
+            col("config_sha256"),
+        );
+        for c in ["torch", "diffusers", "config_source", "call", "temporal_tile", "batch"] {
+            col(c);
+        }
+        // (op, dtype, frames) → [(pixels, bytes)] of untiled rows; (op, dtype, w, h) → [(frames, bytes)].
+        let mut by_size: std::collections::BTreeMap<(String, String, u64), Vec<(u64, u64)>> = Default::default();
+        let mut by_clip: std::collections::BTreeMap<(String, String, u64, u64), Vec<(u64, u64)>> = Default::default();
+        let mut n = 0;
+        for line in lines {
+            let fields = csv_fields(line);
+            let f: Vec<&str> = fields.iter().map(String::as_str).collect();
+            assert_eq!(f.len(), header.len(), "{line}");
+            assert!(registry.0.contains_key(f[vae]), "{family}: {line}");
+            assert_eq!(f[digest].len(), 64, "{line}");
+            let num = |i: usize| f[i].parse::<u64>().unwrap_or_else(|_| panic!("{line}"));
+            assert!(num(bytes) > 0, "{line}");
+            if num(tile) == 0 {
+                let pixels = num(w) * num(h);
+                by_size.entry((f[op].into(), f[dtype].into(), num(frames))).or_default().push((pixels, num(bytes)));
+                by_clip
+                    .entry((f[op].into(), f[dtype].into(), num(w), num(h)))
+                    .or_default()
+                    .push((num(frames), num(bytes)));
+            }
+            n += 1;
+        }
+        assert!(n >= 12, "{family}: {n} rows");
+        for (key, mut rows) in by_size
+            .into_iter()
+            .map(|(k, v)| (format!("{k:?}"), v))
+            .chain(by_clip.into_iter().map(|(k, v)| (format!("{k:?}"), v)))
+        {
+            rows.sort();
+            for pair in rows.windows(2) {
+                // Equal work may trace equal; more work never traces less.
+                if pair[1].0 > pair[0].0 {
+                    assert!(pair[1].1 >= pair[0].1, "{family} {key}: {:?} then {:?}", pair[0], pair[1]);
+                }
+            }
+        }
+    }
+}
+
+/// The fields of one CSV line, quotes as Python's csv module writes them.
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut out, mut field, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut field)),
+            _ => field.push(c),
+        }
+    }
+    out.push(field);
+    out
 }

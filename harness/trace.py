@@ -1,0 +1,378 @@
+"""`python3 -m harness trace`: the shape of a VAE's demand from its
+architecture, with no weights and no GPU.
+
+The VAE is built from its configuration on PyTorch's ``meta`` device, where
+tensors have shapes, dtypes and storages but no data, and each op runs the
+real diffusers forward along the host's call path (`measure.run_op`,
+tiling as `measure._tile` sets it). A `TorchDispatchMode` watches every op:
+each output whose storage is new adds the storage's bytes to the live
+count, and a storage's bytes leave the count when the last tensor on it is
+freed. The peak of the live count over the op is its *traced* bytes: the
+activations, workspaces the ops allocate as tensors, and the output.
+Weights and the input exist before the op and are not counted, as the
+measured deltas do not count them.
+
+Scaled dot-product attention is counted as the fused kernel a GPU runs:
+its output only (a math kernel's S × S scores are the policy's declared
+attention phase, not the trace's). What a trace cannot see: the caching
+allocator's rounding and fragmentation, cuDNN's and MIOpen's workspaces,
+and the CUDA libraries' first use; those are what the calibration of a
+trace against measured points carries (docs/traced.md).
+
+Rows go to ``measurements/traced/FAMILY.csv``, one per (op, dtype, tile,
+size, frames), sorted, with their provenance on every row: torch and
+diffusers versions, the config's source and SHA-256, the call. The meta
+device computes nothing, so the same versions give the same file
+byte for byte on any machine.
+"""
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import sys
+import weakref
+
+from . import configs, preflight
+
+#: The traced grid. Image sizes: squares across what hosts run and two
+#: common non-square canvases; tiles: untiled and the diffusers host's
+#: tiles of 512 and 1024 px (only where the tile is smaller than the image).
+IMAGE_SIZES = ((512, 512), (768, 768), (1024, 1024), (1216, 832), (1536, 1536), (2048, 2048), (2560, 1440))
+IMAGE_TILES = (0, 512)
+#: Video: two canvases (each side rounded up to the family's spatial
+#: compression: LTX-2 takes multiples of 32) and three clip lengths
+#: (frames of the form k·t + 1 for the family's temporal compression t,
+#: the nearest at or above these).
+VIDEO_SIZES = ((832, 480), (1280, 720))
+VIDEO_FRAMES = (17, 49, 81)
+DTYPES = ("bf16", "fp16", "fp32")
+OPS = ("decode", "encode")
+
+COLUMNS = ("family", "vae", "op", "dtype", "tile", "temporal_tile", "width", "height", "frames", "batch", "traced_bytes",
+           "torch", "diffusers", "config_source", "config_sha256", "call")
+
+
+def config_digest(doc):
+    """The SHA-256 of the config as shipped, keys sorted: what a row was traced from."""
+    text = json.dumps(doc["config"], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class LiveBytes:
+    """Counts the bytes of storages created while it is entered, as a
+    TorchDispatchMode (built lazily, so importing this module needs no torch)."""
+
+    def __new__(cls, known_storages=()):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+        import torch
+
+        class _Mode(TorchDispatchMode):
+            def __init__(self, known):
+                super().__init__()
+                # Storages alive before the op (weights, the input): never counted.
+                self.known = set(known)
+                self.storages = {}  # key -> [bytes, tensors on it]
+                self.live = 0
+                self.peak = 0
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for t in tree_leaves(out):
+                    if isinstance(t, torch.Tensor):
+                        self._track(t)
+                return out
+
+            def _track(self, t):
+                storage = t.untyped_storage()
+                key = storage._cdata
+                if key in self.known:
+                    return
+                entry = self.storages.get(key)
+                if entry is None:
+                    entry = self.storages[key] = [storage.nbytes(), 0]
+                    self.live += entry[0]
+                    self.peak = max(self.peak, self.live)
+                entry[1] += 1
+                weakref.finalize(t, self._release, key)
+
+            def _release(self, key):
+                entry = self.storages.get(key)
+                if entry is None:
+                    return
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self.live -= entry[0]
+                    del self.storages[key]
+
+        return _Mode(known_storages)
+
+
+def _fused_sdpa(query, key, value, *args, **kwargs):
+    """The fused kernel's footprint: its output, `query`'s shape with `value`'s last axis."""
+    import torch
+
+    shape = tuple(query.shape[:-1]) + (value.shape[-1],)
+    return torch.empty(shape, dtype=query.dtype, device=query.device)
+
+
+def storages_of(*things):
+    """The storage keys of tensors and of modules' parameters and buffers."""
+    import torch
+
+    keys = set()
+    for thing in things:
+        tensors = [thing] if isinstance(thing, torch.Tensor) else list(thing.parameters()) + list(thing.buffers())
+        keys.update(t.untyped_storage()._cdata for t in tensors)
+    return keys
+
+
+def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
+    """The traced peak bytes of one op on the meta device."""
+    import gc
+
+    import torch
+    import torch.nn.functional as F
+
+    from . import measure
+
+    video = measure.is_video_model(doc)
+    vae = measure.build(doc, dtype, "meta", 0 if video else tile)
+    if video and tile:
+        host_tiling(vae, doc, tile)
+    x = measure.make_input(doc, op, dtype, width, height, batch, "meta", frames=frames)
+    mode = LiveBytes(storages_of(vae, x))
+    real_sdpa = F.scaled_dot_product_attention
+    F.scaled_dot_product_attention = _fused_sdpa
+    try:
+        with mode:
+            out = measure.run_op(vae, op, x)
+            want = measure.expected_shape(doc, op, width, height, batch, frames=frames)
+            if list(out.shape) != want:
+                raise RuntimeError("%s %s: output %s, expected %s" % (doc["family"], op, list(out.shape), want))
+            del out
+            gc.collect()
+    finally:
+        F.scaled_dot_product_attention = real_sdpa
+    return mode.peak
+
+
+def host_tiling(vae, doc, tile):
+    """A video VAE tiled as its host runs it: `enable_tiling()` with the
+    class's own tiles (what the policy's video facts quote), in time too
+    where the document says the host tiles frames."""
+    vae.enable_tiling()
+    if vae.tile_sample_min_width != tile or vae.tile_sample_min_height != tile:
+        raise RuntimeError("%s: enable_tiling() gives %dx%d px tiles, the document says %d"
+                           % (doc["family"], vae.tile_sample_min_width, vae.tile_sample_min_height, tile))
+    if doc["host_tiling"].get("frames"):
+        vae.use_framewise_decoding = True
+        vae.use_framewise_encoding = True
+
+
+def temporal_tile(doc, tile):
+    """The frames of a temporal tile in a traced row (0: the clip at once or the class's own walk)."""
+    host = doc.get("host_tiling") or {}
+    return host.get("frames", 0) if tile else 0
+
+
+def selftest():
+    """The counter on graphs whose peak is known, exactly: a failure names
+    what it miscounted. Run by `python3 -m harness.smoke` (CI's torch job)."""
+    import torch
+    import torch.nn.functional as F
+
+    problems = []
+
+    def peak_of(step, *known):
+        mode = LiveBytes(storages_of(*known))
+        real_sdpa = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = _fused_sdpa
+        try:
+            with mode:
+                step()
+        finally:
+            F.scaled_dot_product_attention = real_sdpa
+        return mode.peak, mode.live
+
+    x = torch.empty(1024, dtype=torch.float32, device="meta")  # 4 KiB, alive before: not counted
+
+    def chain():
+        a = x * 2           # +4 KiB
+        b = a.view(32, 32)  # a view: no new storage
+        c = b + 1           # +4 KiB (peak 8 KiB)
+        del a, b
+        d = c * 3           # a's storage is gone: 8 KiB again, not 12
+        del c
+        return d
+
+    cases = [
+        ("a chain with a view and a free", chain, 8192, 0),
+        ("an in-place op", lambda: x.mul_(2), 0, 0),
+        ("a view of a weight", lambda: x.view(2, 512), 0, 0),
+    ]
+    q = torch.empty(1, 1, 4096, 64, dtype=torch.float16, device="meta")
+    cases.append(("fused attention: its output only, not 4096² scores",
+                  lambda: F.scaled_dot_product_attention(q, q, q), 4096 * 64 * 2, 0))
+    for name, step, want_peak, want_live in cases:
+        peak, live = peak_of(step, x, q)
+        if (peak, live) != (want_peak, want_live):
+            problems.append("%s: peak %d, live after %d; expected %d and %d" % (name, peak, live, want_peak, want_live))
+    return problems
+
+
+def clip_frames(doc, wanted):
+    """The clip lengths a video family takes: k·t + 1 at or above each wanted length."""
+    t = measure_temporal(doc)
+    return sorted({((f - 1 + t - 1) // t) * t + 1 for f in wanted})
+
+
+def measure_temporal(doc):
+    from . import measure
+
+    return measure.temporal_compression(doc)
+
+
+def tiling_words(doc, tile):
+    """How a traced call was tiled, in the row's `call`."""
+    from . import measure
+
+    if not tile:
+        return ""
+    if not measure.is_video_model(doc):
+        return " after enable_tiling(), tile_sample_min_size %d" % tile
+    frames = temporal_tile(doc, tile)
+    return " after enable_tiling() (class tiles %d px%s)" % (tile, ", framewise %d frames" % frames if frames else "")
+
+
+def grid(doc, ops=OPS, dtypes=DTYPES):
+    """Every (op, dtype, tile, width, height, frames) a family is traced at."""
+    from . import measure
+
+    rows = []
+    video = measure.is_video_model(doc)
+    s = measure.spatial_compression(doc)
+    sizes = [(-(-w // s) * s, -(-h // s) * s) for (w, h) in VIDEO_SIZES] if video else IMAGE_SIZES
+    frames_list = clip_frames(doc, VIDEO_FRAMES) if video else (1,)
+    host = doc.get("host_tiling")
+    tiles = ((0, host["tile"]) if host else (0,)) if video else IMAGE_TILES
+    for op in ops:
+        for dtype in dtypes:
+            for tile in tiles:
+                for (w, h) in sizes:
+                    if tile and tile >= w and tile >= h:
+                        continue  # a tile covering the image runs untiled
+                    for f in frames_list:
+                        rows.append((op, dtype, tile, w, h, f))
+    return rows
+
+
+def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
+    """The CSV rows of one family's grid, sorted."""
+    import diffusers
+    import torch
+
+    digest = config_digest(doc)
+    rows = []
+    for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
+        traced = trace_one(doc, op, dtype, tile, w, h, f)
+        call = "%s.%s%s" % (doc["config"]["_class_name"], "decode(z).sample" if op == "decode"
+                             else "encode(x).latent_dist.mode()", tiling_words(doc, tile))
+        rows.append({
+            "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,
+            "temporal_tile": temporal_tile(doc, tile),
+            "width": w, "height": h, "frames": f, "batch": 1, "traced_bytes": traced,
+            "torch": torch.__version__.split("+")[0], "diffusers": diffusers.__version__,
+            "config_source": doc["source"], "config_sha256": digest, "call": call,
+        })
+        if say:
+            say("%-12s %-6s %-4s tile %-4d %5dx%-5d f %-3d %12d" % (doc["family"], op, dtype, tile, w, h, f, traced))
+    rows.sort(key=lambda r: (r["op"], r["dtype"], r["tile"], r["width"] * r["height"], r["width"], r["frames"]))
+    return rows
+
+
+def _family_csv(job):
+    doc, say = job
+    import diffusers
+
+    diffusers.utils.logging.set_verbosity_error()
+    return to_csv(trace_family(doc, say))
+
+
+def to_csv(rows):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def write_atomically(path, text):
+    """The whole file or the old one: written beside, then renamed over."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m harness trace", description=__doc__.split("\n\n")[0])
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every shipped config (harness/configs/)")
+    which.add_argument("--config", help="a diffusers VAE config.json, or a harness config document")
+    p.add_argument("--family", help="the family name to write the rows under (with --config)")
+    p.add_argument("--vae", help="the vramfit family the rows price (with --config; default: --family)")
+    p.add_argument("--source", help="where the config was read (with --config; default: its path)")
+    p.add_argument("--out-dir", default=os.path.join("measurements", "traced"), help="where FAMILY.csv goes")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when a shipped file differs from what the trace gives")
+    p.add_argument("-j", "--jobs", type=int, help="families traced at once (default: one per core)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    a = p.parse_args(argv)
+    missing = preflight.missing_modules(("torch", "diffusers"))
+    if missing:
+        print("error: %s" % preflight.install_hint(missing), file=sys.stderr)
+        return 2
+    try:
+        docs = [configs.load(f) for f in configs.families()] if a.all else [configs.from_file(a.config, a.family, a.vae, a.source)]
+    except ValueError as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 2
+    import diffusers
+
+    diffusers.utils.logging.set_verbosity_error()
+    say = None if a.quiet else (lambda line: print(line, file=sys.stderr))
+    stale = []
+    if not a.check:
+        os.makedirs(a.out_dir, exist_ok=True)
+    # One family per worker: a trace is one core's work, and the rows of a
+    # family do not depend on which worker traced them.
+    jobs = max(1, min(a.jobs or os.cpu_count() or 1, len(docs)))
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            texts = pool.map(_family_csv, [(doc, None) for doc in docs])
+    else:
+        texts = [_family_csv((doc, say)) for doc in docs]
+    for doc, text in zip(docs, texts):
+        path = os.path.join(a.out_dir, doc["family"] + ".csv")
+        if a.check:
+            old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+            if old != text:
+                stale.append(path)
+            continue
+        write_atomically(path, text)
+        print("%s: %d rows" % (path, text.count("\n") - 1))
+    for path in stale:
+        print("stale: %s differs from its trace (run python3 -m harness trace --all)" % path)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
