@@ -28,6 +28,9 @@ pub enum HoldOut {
     /// Every tile's own line: each measured tiled point priced from its
     /// platform's untiled line alone, by the derived tile rule.
     Tile,
+    /// Every point of one family: priced from its own trace, scaled by its
+    /// class's calibration on the other families' points (docs/traced.md).
+    Family,
 }
 
 /// One held-out point, priced by the line refit without it.
@@ -110,6 +113,7 @@ fn fold_label(by: HoldOut, p: &Point, policy: &Policy) -> String {
         HoldOut::Size => format!("{} px", xy(p, policy).0),
         HoldOut::Source => p.source.to_string(),
         HoldOut::Tile => format!("tile {}", p.key.tile),
+        HoldOut::Family => format!("family {}", p.key.vae),
     }
 }
 
@@ -219,6 +223,9 @@ pub fn crossval(
     if by == HoldOut::Tile {
         return tile_folds(points, policy, lines);
     }
+    if by == HoldOut::Family {
+        return Err(anyhow!("crossval --by family needs the traced shapes: use crossval::family_folds"));
+    }
     let groups = group(points, policy);
     let mut checks = Vec::new();
     let mut not_validated = Vec::new();
@@ -311,13 +318,66 @@ fn covers_image(p: &Point) -> bool {
     u64::from(p.key.tile) >= p.width && u64::from(p.key.tile) >= p.height
 }
 
+/// `--by family`: within each class on each platform, op, dtype and tile,
+/// each family's points priced by the calibration fitted on the other
+/// families' points alone, at the family's own trace, with the policy's
+/// traced margin (its fit margin when none is declared). A family alone in
+/// its group cannot be validated.
+pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::Shapes) -> Result<CrossvalReport> {
+    use crate::traced::{calibrate, calibration_points, priced};
+    let margin = policy.traced.as_ref().map_or(policy.margin, |t| t.margin);
+    let mut checks = Vec::new();
+    let mut not_validated = Vec::new();
+    for (key, group) in calibration_points(points, policy, shapes) {
+        let families: BTreeSet<&str> = group.iter().map(|c| c.point.key.vae.as_str()).collect();
+        for family in &families {
+            let (held, train): (Vec<_>, Vec<_>) = group.iter().partition(|c| c.point.key.vae.as_str() == *family);
+            let line = held[0].line.clone();
+            if train.is_empty() {
+                not_validated.push(format!(
+                    "{line}: no other family of class {} measured on {} {} {} {} {} (tile {})",
+                    key.class.as_str(),
+                    key.conv_backend,
+                    key.allocator,
+                    key.os,
+                    key.op,
+                    key.dtype,
+                    key.tile
+                ));
+                continue;
+            }
+            let calibration = calibrate(&train, margin)?;
+            let mut check = LineCheck {
+                key: line,
+                folds: 1,
+                skipped: vec![],
+                points: vec![],
+                covered: 0,
+                worst_ratio: None,
+                mean_ratio: None,
+            };
+            for c in held {
+                let reserve = priced(&calibration, c.traced)?;
+                check.points.push(HeldOut::priced(c.point, reserve, format!("family {family}"))?);
+            }
+            checks.push(finish_check(check)?);
+        }
+    }
+    report(HoldOut::Family, checks, not_validated)
+}
+
 /// [`crossval`] of the lines fitted from `root`'s own points and policy.
 pub fn of_root(
     root: &std::path::Path,
     by: HoldOut,
     progress: &dyn crate::progress::Progress,
 ) -> Result<CrossvalReport> {
-    let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
+    let workspace = crate::workspace::Workspace::new(root);
+    let inp = workspace.inputs_strict(crate::workspace::Digest::Skip)?;
+    if by == HoldOut::Family {
+        let shapes = crate::traced::Shapes::of(&workspace.traces(&inp.policy.registry)?, &inp.policy)?;
+        return family_folds(&inp.points, &inp.policy, &shapes);
+    }
     let lines = crate::lines::assemble(&inp.points, &inp.policy)?;
     crossval(&inp.points, &inp.policy, &lines, by, progress)
 }

@@ -39,6 +39,7 @@ pub mod points;
 pub mod policy;
 pub mod progress;
 pub mod report;
+pub mod traced;
 pub mod units;
 pub mod verify;
 pub mod workspace;

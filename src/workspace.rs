@@ -154,6 +154,12 @@ impl Workspace {
     }
 
     /// The inputs, refusing any policy problem (`fit` and `emit`).
+    /// The traced rows of `measurements/traced/` (docs/traced.md); none
+    /// when the folder is missing.
+    pub fn traces(&self, registry: &crate::registry::Registry) -> Result<Vec<crate::points::traced::TracedRow>> {
+        crate::points::traced::read_dir(&self.root().join("measurements").join("traced"), registry)
+    }
+
     pub fn inputs_strict(&self, digest: Digest) -> Result<Inputs> {
         let inputs = self.inputs_with(digest)?;
         if !inputs.problems.is_empty() {

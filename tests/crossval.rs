@@ -146,3 +146,99 @@ fn fail_under_and_by_source() {
     let md = stdout_of(&run(&["--format", "markdown", "crossval"]));
     assert!(md.starts_with("| line | folds | held out | covered |"), "{md}");
 }
+
+/// A root of two families of one class, written here: traced shapes of
+/// 1 000 and 2 000 bytes a pixel, and measured demands of 2× and 3× their
+/// traces. Leaving a family out must price it from the other family's
+/// calibration alone (its own points would hide the difference).
+fn two_family_root(traced_margin: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("fits")).unwrap();
+    fs::create_dir_all(root.join("measurements/traced")).unwrap();
+    fs::write(
+        root.join("fits/policy.toml"),
+        format!(
+            "[vae.sd]\nclass = \"kl-2d\"\n\n[vae.flux1]\nclass = \"kl-2d\"\n\n\
+             [traced]\nmargin = \"{traced_margin}\"\nreason = \"a test\"\n"
+        ),
+    )
+    .unwrap();
+    let head = "family,vae,op,dtype,tile,temporal_tile,width,height,frames,batch,traced_bytes,config_source\n";
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    for (family, per_pixel, times) in [("sd", 1000u64, 2u64), ("flux1", 2000, 3)] {
+        let mut traced = head.to_string();
+        for side in [512u64, 1024, 2048] {
+            let bytes = per_pixel * side * side;
+            traced.push_str(&format!("{family},{family},decode,fp16,0,0,{side},{side},1,1,{bytes},\"made, here\"\n"));
+            if side < 2048 {
+                csv.push_str(&format!(
+                    "{family}-{side},test,cudnn,native,linux,{family},decode,0,fp16,{side},{side},1,{}\n",
+                    times * bytes
+                ));
+            }
+        }
+        fs::write(root.join(format!("measurements/traced/{family}.csv")), traced).unwrap();
+    }
+    fs::write(root.join("points.csv"), csv).unwrap();
+    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
+    dir
+}
+
+#[test]
+fn a_family_is_priced_from_the_other_families_calibration() {
+    let dir = two_family_root("0");
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "crossval", "--by", "family"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["by"], "family");
+    let mut seen = BTreeMap::new();
+    for line in j["lines"].as_array().unwrap() {
+        for p in line["points"].as_array().unwrap() {
+            seen.insert(p["id"].as_str().unwrap().to_string(), (p["ratio"].clone(), p["fold"].clone()));
+        }
+    }
+    // FLUX.1 (3× its trace) priced by SD's 2×: two thirds; SD (2×) by FLUX.1's 3×: one and a half.
+    for side in [512, 1024] {
+        assert_eq!(seen[&format!("flux1-{side}")].0, "0.6666", "{j}");
+        assert_eq!(seen[&format!("sd-{side}")].0, "1.5000", "{j}");
+        assert_eq!(seen[&format!("sd-{side}")].1, "family sd");
+    }
+    assert_eq!(j["covered"], 2);
+    assert_eq!(out.status.code(), Some(0));
+    // The declared margin grows the calibration: 2 × 1.6 = 3.2 covers FLUX.1.
+    let dir = two_family_root("0.6");
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "crossval", "--by", "family"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["covered"], 4, "{j}");
+}
+
+/// A family alone in its class on a platform cannot be validated, and says so.
+#[test]
+fn a_family_alone_in_its_class_is_not_validated() {
+    let dir = two_family_root("0");
+    let policy = dir.path().join("fits/policy.toml");
+    let text = fs::read_to_string(&policy).unwrap();
+    fs::write(&policy, text.replacen("[vae.flux1]\nclass = \"kl-2d\"", "[vae.flux1]\nclass = \"causal-3d\"", 1))
+        .unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "crossval", "--by", "family"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["held_out"], 0, "{j}");
+    let why = j["not_validated"].to_string();
+    assert!(why.contains("no other family of class kl-2d") && why.contains("causal-3d"), "{why}");
+}

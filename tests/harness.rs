@@ -322,9 +322,8 @@ fn the_shipped_traces_cover_every_config_and_grow_with_the_work() {
         for c in ["torch", "diffusers", "config_source", "call", "temporal_tile", "batch"] {
             col(c);
         }
-        // (op, dtype, frames) → [(pixels, bytes)] of untiled rows; (op, dtype, w, h) → [(frames, bytes)].
-        let mut by_size: std::collections::BTreeMap<(String, String, u64), Vec<(u64, u64)>> = Default::default();
-        let mut by_clip: std::collections::BTreeMap<(String, String, u64, u64), Vec<(u64, u64)>> = Default::default();
+        // Untiled rows: "op dtype frames" → [(pixels, bytes)], and "op dtype size" → [(frames, bytes)].
+        let mut series: std::collections::BTreeMap<String, Vec<(u64, u64)>> = Default::default();
         let mut n = 0;
         for line in lines {
             let fields = csv_fields(line);
@@ -336,20 +335,14 @@ fn the_shipped_traces_cover_every_config_and_grow_with_the_work() {
             assert!(num(bytes) > 0, "{line}");
             if num(tile) == 0 {
                 let pixels = num(w) * num(h);
-                by_size.entry((f[op].into(), f[dtype].into(), num(frames))).or_default().push((pixels, num(bytes)));
-                by_clip
-                    .entry((f[op].into(), f[dtype].into(), num(w), num(h)))
-                    .or_default()
-                    .push((num(frames), num(bytes)));
+                let (o, d) = (f[op], f[dtype]);
+                series.entry(format!("{o} {d} {} frames", num(frames))).or_default().push((pixels, num(bytes)));
+                series.entry(format!("{o} {d} {}x{}", num(w), num(h))).or_default().push((num(frames), num(bytes)));
             }
             n += 1;
         }
         assert!(n >= 12, "{family}: {n} rows");
-        for (key, mut rows) in by_size
-            .into_iter()
-            .map(|(k, v)| (format!("{k:?}"), v))
-            .chain(by_clip.into_iter().map(|(k, v)| (format!("{k:?}"), v)))
-        {
+        for (key, mut rows) in series {
             rows.sort();
             for pair in rows.windows(2) {
                 // Equal work may trace equal; more work never traces less.

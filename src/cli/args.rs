@@ -339,6 +339,8 @@ pub(super) enum ByArg {
     Source,
     /// Price every measured tile from its platform's untiled line alone (the derived tile rule).
     Tile,
+    /// Price each family's points from its trace, calibrated on the other families of its class.
+    Family,
 }
 
 #[derive(Args, Debug)]

@@ -200,6 +200,7 @@ pub(super) fn hold_out(by: ByArg) -> HoldOut {
         ByArg::Size => HoldOut::Size,
         ByArg::Source => HoldOut::Source,
         ByArg::Tile => HoldOut::Tile,
+        ByArg::Family => HoldOut::Family,
     }
 }
 

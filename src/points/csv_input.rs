@@ -354,7 +354,7 @@ fn line_text<'a>(bytes: &'a [u8], file: &str, line: u64) -> Result<&'a str> {
 /// quoted (`""` inside is one quote) and must close on the same line: a
 /// field that spans lines is refused rather than silently swallowing the
 /// rows after it. A quote inside an unquoted field is kept as text.
-fn split_fields<'a>(
+pub(crate) fn split_fields<'a>(
     text: &'a str,
     file: &str,
     line: u64,

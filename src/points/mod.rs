@@ -10,6 +10,7 @@ pub mod row;
 pub mod store;
 mod stream;
 pub mod summary;
+pub mod traced;
 mod wire;
 
 pub use crate::contract::LineKey;

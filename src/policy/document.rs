@@ -54,6 +54,44 @@ pub struct PolicyFile {
     pub attention: Option<At<AttentionEntry>>,
     /// Video families' clip copies and the hosts' published estimates.
     pub video: Option<At<VideoEntry>>,
+    /// The traced price's own margin (docs/traced.md).
+    pub traced: Option<At<TracedEntry>>,
+}
+
+/// `[traced]`: how a price scaled from a trace is padded.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TracedEntry {
+    /// Added to the calibrated envelope before rounding (exact decimal):
+    /// set from the leave-one-family-out figures (`crossval --by family`).
+    pub margin: Decimal,
+    /// The figures it was set from.
+    pub reason: Said,
+}
+
+/// An architecture class: what a trace's bytes scale by. The measured
+/// ratios of demand to traced bytes differ by class (docs/traced.md), so
+/// each class is calibrated on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchClass {
+    /// 2-D AutoencoderKL-style: one image at a time, 2-D convolutions and a
+    /// mid-block attention (SD, FLUX.1, FLUX.2, SD3, CogView4).
+    #[serde(rename = "kl-2d")]
+    Kl2d,
+    /// 3-D causal: a frame axis with causal convolutions and feature caches
+    /// (Qwen-Image, Wan, HunyuanVideo, CogVideoX, Mochi, LTX).
+    #[serde(rename = "causal-3d")]
+    Causal3d,
+}
+
+impl ArchClass {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ArchClass::Kl2d => "kl-2d",
+            ArchClass::Causal3d => "causal-3d",
+        }
+    }
 }
 
 /// `min_sizes`: a line needs two sizes.
@@ -302,6 +340,9 @@ pub struct VaeFamily {
     /// Model names people also use for another VAE, each with the words
     /// that say which: an answer asked by one warns with them.
     pub ambiguous: Option<BTreeMap<String, Said>>,
+    /// The architecture class whose calibration scales the family's trace
+    /// (`kl-2d`, `causal-3d`): families of one class share one.
+    pub class: Option<ArchClass>,
 }
 
 /// The keys the table at `path` may hold (a path as the reader walks it:

@@ -82,6 +82,17 @@ pub struct Policy {
     pub attention: Option<Attention>,
     /// The clip copies and host estimates of video families (None: none declared).
     pub video: Option<video::VideoPolicy>,
+    /// Each family's architecture class, where declared.
+    pub classes: std::collections::BTreeMap<String, document::ArchClass>,
+    /// The traced price's margin and why (None: not declared).
+    pub traced: Option<TracedMargin>,
+}
+
+/// `[traced]`: the margin of a price scaled from a trace, with its figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedMargin {
+    pub margin: Ratio,
+    pub reason: String,
 }
 
 /// A problem verify reports as a finding and fit/emit treat as an error.

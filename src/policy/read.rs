@@ -278,4 +278,23 @@ mod tests {
         let e = parse("[[exclude]]\nid = \"a\"\n", "p.toml").unwrap_err();
         assert!(e.to_string().contains("p.toml:1: exclude[1]: missing reason: every departure"), "{e}");
     }
+
+    #[test]
+    fn classes_and_the_traced_margin_are_read_and_checked() {
+        let text = "[vae.sd]\nclass = \"kl-2d\"\n[vae.wan21]\nclass = \"causal-3d\"\n[vae.x]\n\
+                    [traced]\nmargin = \"0.25\"\nreason = \"figures\"\n";
+        let (policy, problems) = parse(text, "p.toml").unwrap();
+        assert!(problems.is_empty());
+        use crate::policy::document::ArchClass;
+        assert_eq!(policy.classes.get("sd"), Some(&ArchClass::Kl2d));
+        assert_eq!(policy.classes.get("wan21"), Some(&ArchClass::Causal3d));
+        assert_eq!(policy.classes.get("x"), None);
+        assert_eq!(policy.traced.unwrap().margin, crate::exact::Ratio::new(1, 4).unwrap());
+        let e = parse("[vae.sd]\nclass = \"3d\"\n", "p.toml").unwrap_err().to_string();
+        assert!(e.starts_with("p.toml:2: vae.sd.class: unknown variant '3d'"), "{e}");
+        let e = parse("[traced]\nmargin = \"11\"\nreason = \"r\"\n", "p.toml").unwrap_err().to_string();
+        assert!(e.contains("traced: margin: at most 6 decimal places and at most 10"), "{e}");
+        let e = parse("[traced]\nmargin = \"0.2\"\n", "p.toml").unwrap_err().to_string();
+        assert!(e.contains("traced: missing reason"), "{e}");
+    }
 }

@@ -43,6 +43,9 @@ fn summary(r: &CrossvalReport) -> String {
         crate::crossval::HoldOut::Size => "leave one measured size out, refit, price it",
         crate::crossval::HoldOut::Source => "leave one source out, refit, price it",
         crate::crossval::HoldOut::Tile => "leave each tile's own line out, price it from the untiled line",
+        crate::crossval::HoldOut::Family => {
+            "leave each family out, calibrate its class on the others, price it from its own trace"
+        }
     };
     let mut s = format!(
         "crossval ({what}): {} of {} held-out points covered ({}%), worst ratio {}, mean {}\n",

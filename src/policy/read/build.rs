@@ -5,13 +5,14 @@
 use super::Place;
 use crate::exact::Ratio;
 use crate::points::LineKey;
+use crate::policy::document::ArchClass;
 use crate::policy::document::{
     AttentionEntry, CarryEntry, LegacyEntry, ListedEntry, PolicyFile, TilingEntry, VaeFamily,
 };
 use crate::policy::values::{At, Decimal};
 use crate::policy::{
     AllocatorDefault, Attention, AttentionPlatform, Carry, Legacy, LegacyK, Listed, OsSpecific, Policy, Tiling,
-    TilingHost, ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
+    TilingHost, TracedMargin, ATTENTION_FORMULA, DERIVED_TILE_FORMULA, UNMEASURED_RULE,
 };
 use crate::registry::{MidBlock, Registry, VaeEntry};
 use crate::vocab::Allocator;
@@ -50,7 +51,10 @@ impl Place<'_> {
             bail!(self.err_file("keep", format!("id '{}' is both kept and excluded: decide one", k.id)));
         }
         let exceptions = self.listed(d.exception, "exception")?;
-        let registry = self.registry(d.vae.unwrap_or_default())?;
+        let families = d.vae.unwrap_or_default();
+        let classes: Vec<(String, ArchClass)> =
+            families.iter().filter_map(|(f, e)| Some((f.clone(), e.value.class?))).collect();
+        let registry = self.registry(families)?;
         let carries = self.carries(d.carry.unwrap_or_default(), &registry)?;
         let os_specific = d
             .os_specific
@@ -82,6 +86,16 @@ impl Place<'_> {
         let attention = d.attention.map(|a| self.attention(a)).transpose()?;
         let tiling = d.tiling.map(|t| self.tiling(t)).transpose()?;
         let video = d.video.map(|v| self.video(v, &registry)).transpose()?;
+        let classes = classes.into_iter().collect();
+        let traced = match d.traced {
+            None => None,
+            Some(At { span, value: t }) => {
+                if !bounded(t.margin.0, 10) {
+                    bail!(self.err(&span, "traced", "margin: at most 6 decimal places and at most 10"));
+                }
+                Some(TracedMargin { margin: t.margin.0, reason: t.reason.0 })
+            }
+        };
         Ok(Policy {
             margin,
             ratio_bound,
@@ -103,6 +117,8 @@ impl Place<'_> {
             tiling,
             attention,
             video,
+            classes,
+            traced,
         })
     }
 

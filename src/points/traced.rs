@@ -1,0 +1,150 @@
+//! Traced rows: `measurements/traced/*.csv`, written by `python3 -m harness
+//! trace` (docs/traced.md). Each row is the peak of live bytes over one op
+//! of a VAE run on PyTorch's meta device. They are read strictly, like a
+//! measurement CSV (a wrong field names its file, line and column), and are
+//! never points: they shape a price, they do not measure one.
+
+use super::csv_input::split_fields;
+use crate::places::InputError;
+use crate::registry::Registry;
+use crate::vocab::{Dtype, Op};
+use anyhow::{bail, Result};
+use std::path::Path;
+
+/// One traced op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedRow {
+    /// The config it was traced from (`sd15`, `sdxl`, …).
+    pub family: String,
+    /// The vramfit family it prices.
+    pub vae: String,
+    pub op: Op,
+    pub dtype: Dtype,
+    /// Spatial tile, px (0: untiled).
+    pub tile: u32,
+    pub width: u64,
+    pub height: u64,
+    /// Frames of the clip (1: an image).
+    pub frames: u64,
+    pub batch: u64,
+    /// Peak live bytes over the op.
+    pub bytes: u64,
+    /// Where it was read: file and line.
+    pub file: String,
+    pub line: u64,
+}
+
+/// The columns a traced file must have (others, the provenance, are kept in
+/// the file and not needed here).
+const NEEDED: [&str; 10] =
+    ["family", "vae", "op", "dtype", "tile", "width", "height", "frames", "batch", "traced_bytes"];
+
+/// The rows of one traced file; every `vae` must be registered.
+pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<TracedRow>> {
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l)).filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, head)) = lines.next() else { bail!(InputError::in_file(file, "empty: expected a header line")) };
+    let header: Vec<String> = split_fields(head, file, 1, None)?.iter().map(|h| h.trim().to_string()).collect();
+    let mut at = [0usize; NEEDED.len()];
+    for (slot, name) in at.iter_mut().zip(NEEDED) {
+        *slot = header.iter().position(|h| h == name).ok_or_else(|| {
+            InputError::at_line(file, 1, format!("missing column '{name}' (a traced file has {})", NEEDED.join(", ")))
+        })?;
+    }
+    let mut rows = Vec::new();
+    for (line, text) in lines {
+        let f = split_fields(text, file, line, Some(&header))?;
+        if f.len() != header.len() {
+            bail!(InputError::at_line(file, line, format!("{} fields, the header has {}", f.len(), header.len())));
+        }
+        let field = |k: usize| f[at[k]].trim();
+        let wrong = |k: usize, what: &str| {
+            anyhow::Error::new(
+                InputError::at_line(file, line, format!("{}: {what}, found '{}'", NEEDED[k], field(k).escape_debug()))
+                    .field(NEEDED[k]),
+            )
+        };
+        let count = |k: usize, least: u64| -> Result<u64> {
+            match field(k).parse::<u64>() {
+                Ok(n) if n >= least => Ok(n),
+                _ => Err(wrong(k, if least > 0 { "expected a positive integer" } else { "expected an integer" })),
+            }
+        };
+        let vae = field(1).to_string();
+        if !registry.0.contains_key(&vae) {
+            return Err(wrong(1, "not a registered family (fits/policy.toml [vae.*])"));
+        }
+        rows.push(TracedRow {
+            family: field(0).to_string(),
+            vae,
+            op: field(2).parse().map_err(|e| wrong(2, &format!("{e}")))?,
+            dtype: field(3).parse().map_err(|e| wrong(3, &format!("{e}")))?,
+            tile: u32::try_from(count(4, 0)?).map_err(|_| wrong(4, "too large"))?,
+            width: count(5, 1)?,
+            height: count(6, 1)?,
+            frames: count(7, 1)?,
+            batch: count(8, 1)?,
+            bytes: count(9, 1)?,
+            file: file.to_string(),
+            line,
+        });
+    }
+    Ok(rows)
+}
+
+/// Every traced file of a folder (`*.csv`, by name); a missing folder is none.
+pub fn read_dir(dir: &Path, registry: &Registry) -> Result<Vec<TracedRow>> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    files.sort();
+    let mut rows = Vec::new();
+    for path in files {
+        let text = crate::fsio::read_text(&path)?;
+        rows.extend(parse(&text, &crate::fsio::shown(&path), registry)?);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> Registry {
+        let sd = crate::registry::VaeEntry {
+            models: vec![],
+            params: None,
+            attention: None,
+            fp32_switch: false,
+            video: None,
+            ambiguous: Default::default(),
+        };
+        Registry([("sd".to_string(), sd)].into_iter().collect())
+    }
+
+    const HEAD: &str = "family,vae,op,dtype,tile,temporal_tile,width,height,frames,batch,traced_bytes,config_source\n";
+
+    #[test]
+    fn rows_are_read_with_their_provenance_quoted() {
+        let text = format!("{HEAD}sd15,sd,decode,fp16,0,0,512,512,1,1,402685952,\"a, b\"\n");
+        let rows = parse(&text, "t.csv", &registry()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].op, rows[0].dtype, rows[0].bytes, rows[0].line), (Op::Decode, Dtype::Fp16, 402685952, 2));
+    }
+
+    #[test]
+    fn a_wrong_field_names_its_line_and_column() {
+        for (row, words) in [
+            ("sd15,sd,decode,fp16,0,0,512,512,1,1,0,x", "t.csv:2: traced_bytes: expected a positive integer"),
+            ("sd15,sdx,decode,fp16,0,0,512,512,1,1,5,x", "t.csv:2: vae: not a registered family"),
+            ("sd15,sd,decoder,fp16,0,0,512,512,1,1,5,x", "t.csv:2: op:"),
+            ("sd15,sd,decode,fp16,0,0,512,512,1,1,5", "t.csv:2: 11 fields, the header has 12"),
+        ] {
+            let e = parse(&format!("{HEAD}{row}\n"), "t.csv", &registry()).unwrap_err().to_string();
+            assert!(e.contains(words), "{row}: {e}");
+        }
+        let e = parse("family,vae\n", "t.csv", &registry()).unwrap_err().to_string();
+        assert!(e.contains("missing column 'op'"), "{e}");
+    }
+}
