@@ -14,13 +14,15 @@ def missing_modules(names):
     return [n for n in names if importlib.util.find_spec(n) is None]
 
 
-def install_hint(missing):
+def install_hint(missing, needs="the real device"):
     parts = []
     if "torch" in missing:
         parts.append("torch (install the build for your GPU first: https://pytorch.org/get-started/)")
     if "diffusers" in missing:
         parts.append("diffusers (pip install diffusers==%s, or pip install ./harness)" % DIFFUSERS_TESTED)
-    return "the real device needs %s; `--device fake` runs without them" % " and ".join(parts)
+    if needs != "the real device":
+        return "%s needs %s (no GPU: any build of torch, the CPU one included)" % (needs, " and ".join(parts))
+    return "%s needs %s; `--device fake` runs without them" % (needs, " and ".join(parts))
 
 
 def check(allocators_used):

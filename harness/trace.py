@@ -336,7 +336,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     missing = preflight.missing_modules(("torch", "diffusers"))
     if missing:
-        print("error: %s" % preflight.install_hint(missing), file=sys.stderr)
+        print("error: %s" % preflight.install_hint(missing, "tracing"), file=sys.stderr)
         return 2
     try:
         docs = [configs.load(f) for f in configs.families()] if a.all else [configs.from_file(a.config, a.family, a.vae, a.source)]

@@ -371,3 +371,36 @@ fn csv_fields(line: &str) -> Vec<String> {
     out.push(field);
     out
 }
+
+/// `python3 -m harness trace` without torch says what to install and exits
+/// 2; a raw diffusers config needs a family name, and a name is checked.
+#[test]
+fn the_trace_says_what_it_needs() {
+    let out = std::process::Command::new("python3")
+        .args(["-S", "-m", "harness", "trace", "--all"])
+        .current_dir(repo())
+        .output()
+        .expect("python3 is needed for the harness tests");
+    // Without site-packages (-S) there is no torch, whatever the machine has.
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tracing needs torch") && err.contains("no GPU"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("config.json");
+    std::fs::write(&raw, r#"{"_class_name": "AutoencoderKL", "latent_channels": 4}"#).unwrap();
+    let check = format!(
+        "from harness import configs\n\
+         doc = configs.from_file({raw:?}, 'my-vae')\n\
+         assert doc['family'] == 'my-vae' and doc['vae'] == 'my-vae' and doc['config']['latent_channels'] == 4, doc\n\
+         for family, words in [(None, 'name the family'), ('a/b', \"letters, digits\")]:\n\
+         \x20   try:\n\
+         \x20       configs.from_file({raw:?}, family)\n\
+         \x20       raise SystemExit('accepted %r' % family)\n\
+         \x20   except ValueError as e:\n\
+         \x20       assert words in str(e), e\n\
+         print('ok')\n",
+        raw = raw.display().to_string()
+    );
+    let out = std::process::Command::new("python3").args(["-S", "-c", &check]).current_dir(repo()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
+}
