@@ -372,10 +372,9 @@ pub fn of_root(
     by: HoldOut,
     progress: &dyn crate::progress::Progress,
 ) -> Result<CrossvalReport> {
-    let workspace = crate::workspace::Workspace::new(root);
-    let inp = workspace.inputs_strict(crate::workspace::Digest::Skip)?;
+    let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
     if by == HoldOut::Family {
-        let shapes = crate::traced::Shapes::of(&workspace.traces(&inp.policy.registry)?, &inp.policy)?;
+        let shapes = crate::traced::Shapes::of(&inp.traces, &inp.policy)?;
         return family_folds(&inp.points, &inp.policy, &shapes);
     }
     let lines = crate::lines::assemble(&inp.points, &inp.policy)?;

@@ -56,6 +56,9 @@ pub enum Code {
     /// phase, or one that does not say the phase set it; or the phase
     /// applied where SDPA has a fused kernel.
     Attention,
+    /// A family's demand over its traced bytes outside its class's band on
+    /// a platform (the other families', widened by the traced margin).
+    TracedBand,
 }
 
 impl Code {
@@ -79,6 +82,7 @@ impl Code {
         Code::DerivedTile,
         Code::Monotone,
         Code::Attention,
+        Code::TracedBand,
     ];
 
     /// The stable spelling, as in JSON.
@@ -102,6 +106,7 @@ impl Code {
             Code::DerivedTile => "derived-tile",
             Code::Monotone => "monotone",
             Code::Attention => "attention",
+            Code::TracedBand => "traced-band",
         }
     }
 }

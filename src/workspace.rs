@@ -39,6 +39,8 @@ pub struct Inputs {
     pub policy_digest: String,
     /// Unknown keys and ids that name no point.
     pub problems: Vec<Problem>,
+    /// The traced rows of `measurements/traced/` (docs/traced.md).
+    pub traces: Vec<crate::points::traced::TracedRow>,
 }
 
 impl Inputs {
@@ -150,7 +152,8 @@ impl Workspace {
         let (points, digest) = self.read_store(&policy.registry, digest)?;
         problems.extend(policy.unknown_ids(&points));
         let policy_digest = fsio::sha256_tag(policy_text.as_bytes());
-        Ok(Inputs { points, points_digest: digest, policy, policy_digest, problems })
+        let traces = self.traces(&policy.registry)?;
+        Ok(Inputs { points, points_digest: digest, policy, policy_digest, problems, traces })
     }
 
     /// The inputs, refusing any policy problem (`fit` and `emit`).

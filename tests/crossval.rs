@@ -242,3 +242,29 @@ fn a_family_alone_in_its_class_is_not_validated() {
     let why = j["not_validated"].to_string();
     assert!(why.contains("no other family of class kl-2d") && why.contains("causal-3d"), "{why}");
 }
+
+/// `verify` flags a family whose demand over its trace lies outside its
+/// class's band (the other families', widened by the traced margin), and
+/// only then: SD at 2× its trace and FLUX.1 at 3× are 1.5× apart.
+#[test]
+fn verify_flags_a_family_outside_its_class_band() {
+    for (margin, flagged) in [("0.2", true), ("0.6", false)] {
+        let dir = two_family_root(margin);
+        vramfit().arg("--root").arg(dir.path()).args(["emit", "--force"]).output().unwrap();
+        let out = vramfit().arg("--root").arg(dir.path()).args(["--format", "json", "verify"]).output().unwrap();
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let bands: Vec<&serde_json::Value> =
+            j["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "traced-band").collect();
+        if flagged {
+            assert_eq!(out.status.code(), Some(1), "{j}");
+            assert_eq!(bands.len(), 2, "each family outside the other's band: {j}");
+            let flux = bands.iter().find(|f| f["message"].as_str().unwrap().starts_with("family flux1")).unwrap();
+            // 3.000 against SD's 2.000, widened by 1.2 to 1.666–2.400.
+            assert!(flux["message"].as_str().unwrap().contains("3.000–3.000"), "{flux}");
+            assert!(flux["message"].as_str().unwrap().contains("1.666–2.400"), "{flux}");
+            assert_eq!(flux["points"].as_array().unwrap().len(), 2);
+        } else {
+            assert!(bands.is_empty(), "{j}");
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub mod fresh;
 mod pricing_checks;
 mod reproduce;
 mod tile_checks;
+mod traced_checks;
 mod video_checks;
 
 use crate::coefficients::CoefficientsFile;
@@ -173,6 +174,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     attention_checks::phase(&mut cx);
     video_checks::own_lines(&mut cx);
     video_checks::estimate_floor(&mut cx);
+    traced_checks::bands(&mut cx);
     (cx.findings, cx.pricings)
 }
 
