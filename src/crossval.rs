@@ -126,15 +126,7 @@ fn xy(p: &Point, policy: &Policy) -> (u64, u64, u64) {
 
 fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
     let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p, policy)).collect();
-    let mut out = LineCheck {
-        key: line.key.clone(),
-        folds: 0,
-        skipped: vec![],
-        points: vec![],
-        covered: 0,
-        worst_ratio: None,
-        mean_ratio: None,
-    };
+    let mut out = LineCheck::new(line.key.clone(), 0);
     if folds.len() < 2 {
         out.skipped.push(format!("only one {} to hold out", if by == HoldOut::Size { "size" } else { "source" }));
         return Ok(out);
@@ -163,6 +155,13 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Resu
         }
     }
     finish_check(out)
+}
+
+impl LineCheck {
+    /// A line's check before any point is priced: `folds` refit so far.
+    fn new(key: LineKey, folds: usize) -> LineCheck {
+        LineCheck { key, folds, skipped: vec![], points: vec![], covered: 0, worst_ratio: None, mean_ratio: None }
+    }
 }
 
 impl HeldOut {
@@ -285,15 +284,7 @@ fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<Cross
                 .push(format!("{key}: no untiled line on its platform (or no [tiling] rule) to derive it from"));
             continue;
         };
-        let mut check = LineCheck {
-            key: key.clone(),
-            folds: 1,
-            skipped: vec![],
-            points: vec![],
-            covered: 0,
-            worst_ratio: None,
-            mean_ratio: None,
-        };
+        let mut check = LineCheck::new(key.clone(), 1);
         for p in tiled {
             let t = u64::from(p.key.tile);
             let tile_pixels = t.min(p.width) * t.min(p.height) * p.batch;
@@ -347,15 +338,7 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
                 continue;
             }
             let calibration = calibrate(&train, margin)?;
-            let mut check = LineCheck {
-                key: line,
-                folds: 1,
-                skipped: vec![],
-                points: vec![],
-                covered: 0,
-                worst_ratio: None,
-                mean_ratio: None,
-            };
+            let mut check = LineCheck::new(line, 1);
             for c in held {
                 let reserve = priced(&calibration, c.traced)?;
                 check.points.push(HeldOut::priced(c.point, reserve, format!("family {family}"))?);

@@ -67,8 +67,7 @@ impl Shapes {
     /// The trace at a point's own geometry: its family, op, dtype and tile
     /// (a tile covering the image is no tile), at its pixels (batch included).
     pub fn at_point(&self, p: &Point) -> Option<u64> {
-        let tile = if u64::from(p.key.tile) >= p.width && u64::from(p.key.tile) >= p.height { 0 } else { p.key.tile };
-        let key = ShapeKey { vae: p.key.vae.to_string(), op: p.key.op, dtype: p.key.dtype, tile };
+        let key = ShapeKey { vae: p.key.vae.to_string(), op: p.key.op, dtype: p.key.dtype, tile: effective_tile(p) };
         self.at(&key, p.pixels)
     }
 }
@@ -116,14 +115,15 @@ pub fn calibration_points<'p>(
             os: line.os,
             op: line.op,
             dtype: line.dtype,
-            tile: shapes_tile(p),
+            tile: effective_tile(p),
         };
         out.entry(key).or_default().push(Calibrated { point: p, line, traced });
     }
     out
 }
 
-fn shapes_tile(p: &Point) -> u32 {
+/// A point's tile as its trace has it: a tile covering the image is no tile.
+fn effective_tile(p: &Point) -> u32 {
     if u64::from(p.key.tile) >= p.width && u64::from(p.key.tile) >= p.height {
         0
     } else {

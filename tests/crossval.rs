@@ -186,16 +186,21 @@ fn two_family_root(traced_margin: &str) -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn a_family_is_priced_from_the_other_families_calibration() {
-    let dir = two_family_root("0");
+/// `crossval --by family --format json` on a root: its exit code and answer.
+fn family_folds(dir: &tempfile::TempDir) -> (Option<i32>, serde_json::Value) {
     let out = vramfit()
         .arg("--root")
         .arg(dir.path())
         .args(["--format", "json", "crossval", "--by", "family"])
         .output()
         .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn a_family_is_priced_from_the_other_families_calibration() {
+    let dir = two_family_root("0");
+    let (code, j) = family_folds(&dir);
     assert_eq!(j["by"], "family");
     let mut seen = BTreeMap::new();
     for line in j["lines"].as_array().unwrap() {
@@ -210,16 +215,10 @@ fn a_family_is_priced_from_the_other_families_calibration() {
         assert_eq!(seen[&format!("sd-{side}")].1, "family sd");
     }
     assert_eq!(j["covered"], 2);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, Some(0));
     // The declared margin grows the calibration: 2 × 1.6 = 3.2 covers FLUX.1.
     let dir = two_family_root("0.6");
-    let out = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "crossval", "--by", "family"])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, j) = family_folds(&dir);
     assert_eq!(j["covered"], 4, "{j}");
 }
 
@@ -231,13 +230,7 @@ fn a_family_alone_in_its_class_is_not_validated() {
     let text = fs::read_to_string(&policy).unwrap();
     fs::write(&policy, text.replacen("[vae.flux1]\nclass = \"kl-2d\"", "[vae.flux1]\nclass = \"causal-3d\"", 1))
         .unwrap();
-    let out = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "crossval", "--by", "family"])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, j) = family_folds(&dir);
     assert_eq!(j["held_out"], 0, "{j}");
     let why = j["not_validated"].to_string();
     assert!(why.contains("no other family of class kl-2d") && why.contains("causal-3d"), "{why}");
