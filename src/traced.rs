@@ -13,63 +13,116 @@ use crate::fit::{self, Envelope, FitPoint};
 use crate::points::traced::TracedRow;
 use crate::points::{LineKey, Point};
 use crate::policy::document::ArchClass;
-use crate::policy::Policy;
+use crate::contract::traced::{Calibration, ShapeUnit, TracedSection, TracedShape, TRACED_FORMULA};
+use crate::policy::{Geometry, Policy};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
-use anyhow::{anyhow, Result};
-use std::collections::BTreeMap;
+use anyhow::{anyhow, bail, Result};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// What one shape is traced for.
+/// What one shape is traced for: an image family's tile, or a video
+/// family's temporal tile as its key has it (its spatial tile is in the
+/// working set, as a video line's is).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ShapeKey {
     pub vae: String,
     pub op: Op,
     pub dtype: Dtype,
     pub tile: u32,
+    pub temporal_tile: Option<u32>,
 }
 
-/// Every image family's traced shapes.
+/// One shape: its envelope and the rows behind it.
+#[derive(Debug)]
+pub struct Shape {
+    pub envelope: Envelope,
+    pub rows: usize,
+    pub size_range: [u64; 2],
+}
+
+/// Every family's traced shapes.
 #[derive(Debug, Default)]
-pub struct Shapes(BTreeMap<ShapeKey, Envelope>);
+pub struct Shapes(BTreeMap<ShapeKey, Shape>);
 
 impl Shapes {
-    /// The shapes of the image rows (one frame, batch 1, a family the
-    /// registry does not price as video). Rows of two configs of one family
-    /// (SD1.5 and SDXL) join one envelope.
+    /// The shapes of the rows, in each family's line coordinates: an image
+    /// row (one frame) at its pixels; a video row at its working set, less
+    /// the clip term its price adds back (as a video line's points are
+    /// fitted). Rows of two configs of one family (SD1.5 and SDXL) join one
+    /// envelope.
     pub fn of(rows: &[TracedRow], policy: &Policy) -> Result<Shapes> {
         let mut grouped: BTreeMap<ShapeKey, Vec<FitPoint>> = BTreeMap::new();
         let ids: Vec<String> = rows.iter().map(|r| format!("{}:{}", r.file, r.line)).collect();
         for (r, id) in rows.iter().zip(&ids) {
-            if r.frames != 1 || r.batch != 1 || policy.registry.video(&r.vae).is_some() {
-                continue;
-            }
-            let key = ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile: r.tile };
-            let x = r.width.checked_mul(r.height).ok_or_else(|| anyhow!("{id}: size too large"))?;
-            grouped.entry(key).or_default().push(FitPoint { x, y: r.bytes, id });
+            let Some((key, x, y)) = row_coordinates(r, policy) else {
+                bail!("{id}: a traced row too large to place on its family's line")
+            };
+            grouped.entry(key).or_default().push(FitPoint { x, y, id });
         }
         let mut out = BTreeMap::new();
         for (key, pts) in grouped {
-            let env = fit::envelope(&pts).map_err(|e| anyhow!("traced shape of {} {}: {e}", key.vae, key.op))?;
-            out.insert(key, env);
+            let envelope = fit::envelope(&pts).map_err(|e| anyhow!("traced shape of {} {}: {e}", key.vae, key.op))?;
+            let lo = pts.iter().map(|p| p.x).min().unwrap_or(0);
+            let hi = pts.iter().map(|p| p.x).max().unwrap_or(0);
+            out.insert(key, Shape { envelope, rows: pts.len(), size_range: [lo, hi] });
         }
         Ok(Shapes(out))
     }
 
-    /// The traced bytes of `key` at `pixels`, rounded up (None: no shape).
-    pub fn at(&self, key: &ShapeKey, pixels: u64) -> Option<u64> {
-        let v = fit::envelope_at(self.0.get(key)?, pixels).ok()?;
-        u64::try_from(v.ceil()).ok()
+    /// The traced bytes of `key` at `x`, `max(0, ⌈a·x + b⌉)` (None: no shape).
+    pub fn at(&self, key: &ShapeKey, x: u64) -> Option<u64> {
+        let v = fit::envelope_at(&self.0.get(key)?.envelope, x).ok()?;
+        u64::try_from(v.ceil().max(0)).ok()
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The trace at a point's own geometry: its family, op, dtype and tile
-    /// (a tile covering the image is no tile), at its pixels (batch included).
-    pub fn at_point(&self, p: &Point) -> Option<u64> {
-        let key = ShapeKey { vae: p.key.vae.to_string(), op: p.key.op, dtype: p.key.dtype, tile: effective_tile(p) };
-        self.at(&key, p.pixels)
+    pub fn iter(&self) -> impl Iterator<Item = (&ShapeKey, &Shape)> {
+        self.0.iter()
     }
+
+    /// The trace at a point's own geometry, and the clip term its demand
+    /// holds (0 for an image): its family, op, dtype and tile, at its line
+    /// coordinate (batch included).
+    /// A point outside its shape's traced range has none: the trace there
+    /// is extrapolated, and a calibration rests on traced geometry only.
+    pub fn at_point(&self, p: &Point, policy: &Policy) -> Option<(u64, u64)> {
+        let (key, x, clip) = point_coordinates(p, policy)?;
+        let [lo, hi] = self.0.get(&key)?.size_range;
+        if x < lo || x > hi {
+            return None;
+        }
+        Some((self.at(&key, x)?, clip))
+    }
+}
+
+/// A traced row's shape key and coordinates `(x, traced − clip)`.
+fn row_coordinates(r: &TracedRow, policy: &Policy) -> Option<(ShapeKey, u64, u64)> {
+    let g = Geometry { width: r.width, height: r.height, frames: r.frames, batch: r.batch };
+    match policy.registry.video(&r.vae) {
+        None => {
+            let tile = if u64::from(r.tile) >= r.width && u64::from(r.tile) >= r.height { 0 } else { r.tile };
+            let key = ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile, temporal_tile: None };
+            let x = crate::exact::pixels(r.width, r.height, r.batch)?;
+            (r.frames == 1).then_some((key, x, r.bytes))
+        }
+        Some(facts) => {
+            let (x, clip, tt) = policy.video_coordinates(facts, r.op, r.dtype, r.tile, Some(r.temporal_tile), g)?;
+            let key = ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile: 0, temporal_tile: Some(tt) };
+            Some((key, x, r.bytes.saturating_sub(clip)))
+        }
+    }
+}
+
+/// A measured point's shape key, line coordinate and clip term.
+fn point_coordinates(p: &Point, policy: &Policy) -> Option<(ShapeKey, u64, u64)> {
+    let (x, clip) = policy.fit_coordinates(p)?;
+    let (tile, temporal_tile) = match policy.registry.video(&p.key.vae) {
+        None => (effective_tile(p), None),
+        Some(_) => (0, Some(policy.line_key(p).temporal_tile.unwrap_or(0))),
+    };
+    Some((ShapeKey { vae: p.key.vae.to_string(), op: p.key.op, dtype: p.key.dtype, tile, temporal_tile }, x, clip))
 }
 
 /// Where one calibration holds: a class on one platform, for one op, dtype and tile.
@@ -84,12 +137,21 @@ pub struct CalibrationKey {
     pub tile: u32,
 }
 
-/// A measured point the calibration can read: its family, line key, trace and demand.
+/// A measured point the calibration can read: its line key, its trace,
+/// and the clip term its demand holds (a video point's; 0 for an image).
 #[derive(Debug, Clone)]
 pub struct Calibrated<'p> {
     pub point: &'p Point,
     pub line: LineKey,
     pub traced: u64,
+    pub clip: u64,
+}
+
+impl Calibrated<'_> {
+    /// What the calibration fits: the demand less the clip term.
+    pub fn demand(&self) -> u64 {
+        self.point.demand_bytes.saturating_sub(self.clip)
+    }
 }
 
 /// The measured points of every class, grouped by calibration key: points
@@ -105,8 +167,8 @@ pub fn calibration_points<'p>(
         if policy.is_excluded(&p.id) || policy.explained_by_attention(p) {
             continue;
         }
-        let Some(class) = policy.classes.get(p.key.vae.as_str()).copied() else { continue };
-        let Some(traced) = shapes.at_point(p) else { continue };
+        let Some(class) = policy.class_of(&p.key.vae) else { continue };
+        let Some((traced, clip)) = shapes.at_point(p, policy) else { continue };
         let line = policy.line_key(p);
         let key = CalibrationKey {
             class,
@@ -115,9 +177,9 @@ pub fn calibration_points<'p>(
             os: line.os,
             op: line.op,
             dtype: line.dtype,
-            tile: effective_tile(p),
+            tile: line.tile,
         };
-        out.entry(key).or_default().push(Calibrated { point: p, line, traced });
+        out.entry(key).or_default().push(Calibrated { point: p, line, traced, clip });
     }
     out
 }
@@ -132,18 +194,106 @@ fn effective_tile(p: &Point) -> u32 {
 }
 
 /// The calibration of some points with `margin`: the exact envelope of
-/// demand over traced bytes, grown by the margin and rounded up as a
-/// shipped line is (hundredths of a byte per traced byte, MiB).
-pub fn calibrate(points: &[&Calibrated], margin: Ratio) -> Result<fit::Rounded> {
+/// demand (less a video point's clip term) over traced bytes, grown by the
+/// margin and rounded up as a shipped line is (hundredths of a byte per
+/// traced byte, MiB); with the envelope, for its support.
+pub fn calibrate_with_envelope(points: &[&Calibrated], margin: Ratio) -> Result<(fit::Rounded, Envelope)> {
     let fp: Vec<FitPoint> =
-        points.iter().map(|c| FitPoint { x: c.traced, y: c.point.demand_bytes, id: c.point.id.as_str() }).collect();
+        points.iter().map(|c| FitPoint { x: c.traced, y: c.demand(), id: c.point.id.as_str() }).collect();
     let env = fit::envelope(&fp).map_err(|e| anyhow!("calibration: {e}"))?;
-    fit::round(&env, margin).map_err(|e| anyhow!("calibration: {e}"))
+    let rounded = fit::round(&env, margin).map_err(|e| anyhow!("calibration: {e}"))?;
+    Ok((rounded, env))
+}
+
+/// [`calibrate_with_envelope`], the rounded line alone.
+pub fn calibrate(points: &[&Calibrated], margin: Ratio) -> Result<fit::Rounded> {
+    calibrate_with_envelope(points, margin).map(|(r, _)| r)
 }
 
 /// The price of `traced` bytes under a calibration.
 pub fn priced(calibration: &fit::Rounded, traced: u64) -> Result<u64> {
     fit::reserve_bytes(calibration.slope_centi, calibration.base_mib, traced).map_err(|e| anyhow!("{e}"))
+}
+
+/// The shipped `traced` section: every shape and every calibration, with
+/// the policy's margin (None: no traces, or no `[traced]` declared).
+pub fn section(rows: &[TracedRow], points: &[Point], policy: &Policy) -> Result<Option<TracedSection>> {
+    let Some(declared) = policy.traced.as_ref() else { return Ok(None) };
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let shapes = Shapes::of(rows, policy)?;
+    let shipped_shapes = shapes
+        .iter()
+        .map(|(k, s)| TracedShape {
+            vae: k.vae.clone(),
+            op: k.op,
+            dtype: k.dtype,
+            tile: k.tile,
+            temporal_tile: k.temporal_tile,
+            unit: if k.temporal_tile.is_some() { ShapeUnit::WorkingSet } else { ShapeUnit::Pixels },
+            slope: s.envelope.slope.to_fraction_string(),
+            base: s.envelope.base.to_fraction_string(),
+            rows: s.rows,
+            size_range: s.size_range,
+            support: s.envelope.support.ids(),
+        })
+        .collect();
+    let mut calibrations = Vec::new();
+    for (k, group) in calibration_points(points, policy, &shapes) {
+        let refs: Vec<&Calibrated> = group.iter().collect();
+        let (rounded, env) = calibrate_with_envelope(&refs, declared.margin)?;
+        let families: BTreeSet<String> = group.iter().map(|c| c.point.key.vae.to_string()).collect();
+        calibrations.push(Calibration {
+            class: k.class,
+            conv_backend: k.conv_backend,
+            allocator: k.allocator,
+            os: k.os,
+            op: k.op,
+            dtype: k.dtype,
+            tile: k.tile,
+            slope: crate::contract::slope_text(rounded.slope_centi),
+            base_mib: rounded.base_mib,
+            families: families.into_iter().collect(),
+            points: group.len(),
+            support: env.support.ids(),
+        });
+    }
+    Ok(Some(TracedSection {
+        margin: declared.margin,
+        reason: declared.reason.clone(),
+        formula: TRACED_FORMULA.to_string(),
+        traces_digest: traces_digest(rows),
+        shapes: shipped_shapes,
+        calibrations,
+    }))
+}
+
+/// SHA-256 over the rows' fields, one line each, sorted: the shapes'
+/// inputs, whatever order the files were read in.
+pub fn traces_digest(rows: &[TracedRow]) -> String {
+    let mut lines: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                r.file,
+                r.line,
+                r.vae,
+                r.op,
+                r.dtype,
+                r.tile,
+                r.temporal_tile,
+                r.width,
+                r.height,
+                r.frames,
+                r.batch,
+                r.bytes
+            )
+        })
+        .collect();
+    lines.sort();
+    crate::fsio::sha256_tag(lines.concat().as_bytes())
 }
 
 #[cfg(test)]
@@ -157,6 +307,8 @@ mod tests {
             op: Op::Decode,
             dtype: Dtype::Fp16,
             tile: 0,
+            temporal_tile: 0,
+            facts: None,
             width: w,
             height: w,
             frames: 1,
@@ -175,12 +327,14 @@ mod tests {
         // 1 536 bytes a pixel and 1 000 bytes fixed, traced at three sizes.
         let rows: Vec<TracedRow> = [512u64, 1024, 2048].iter().map(|w| row("sd", *w, 1536 * w * w + 1000)).collect();
         let shapes = Shapes::of(&rows, &policy).unwrap();
-        let key = ShapeKey { vae: "sd".into(), op: Op::Decode, dtype: Dtype::Fp16, tile: 0 };
+        let key = ShapeKey { vae: "sd".into(), op: Op::Decode, dtype: Dtype::Fp16, tile: 0, temporal_tile: None };
         assert_eq!(shapes.at(&key, 1024 * 1024), Some(1536 * 1024 * 1024 + 1000));
         assert_eq!(shapes.at(&key, 768 * 768), Some(1536 * 768 * 768 + 1000));
         assert_eq!(shapes.at(&ShapeKey { tile: 512, ..key.clone() }, 1), None);
-        // A video family's rows are not an image shape.
-        let video = Shapes::of(&[row("wan21", 512, 10), row("wan21", 1024, 40)], &policy).unwrap();
-        assert!(video.is_empty());
+        // A video family's rows are a shape in working-set units, less the clip.
+        let video = Shapes::of(&[row("wan21", 512, 10_000_000), row("wan21", 1024, 40_000_000)], &policy).unwrap();
+        let (k, s) = video.iter().next().unwrap();
+        assert_eq!((k.tile, k.temporal_tile), (0, Some(0)));
+        assert_eq!(s.size_range, [512 * 512, 1024 * 1024], "one frame: the working set is the frame");
     }
 }

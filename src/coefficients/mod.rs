@@ -17,7 +17,13 @@ use crate::lines::{slope_text, Line, LineKind};
 use crate::policy::Policy;
 
 /// Builds the shipped file from assembled lines.
-pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest: &str) -> CoefficientsFile {
+pub fn build(
+    lines: &[Line],
+    policy: &Policy,
+    traced: Option<crate::contract::traced::TracedSection>,
+    points_digest: &str,
+    policy_digest: &str,
+) -> CoefficientsFile {
     let mut shipped = Vec::new();
     let mut insufficient = Vec::new();
     for l in lines {
@@ -88,6 +94,7 @@ pub fn build(lines: &[Line], policy: &Policy, points_digest: &str, policy_digest
         tiling: policy.tiling.clone(),
         attention: policy.attention.clone(),
         video: policy.video.clone(),
+        traced,
         digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }

@@ -320,6 +320,7 @@ mod tests {
             fp32_switch: false,
             video: None,
             ambiguous: Default::default(),
+            class: None,
         };
         let registry = crate::registry::Registry([("sd".to_string(), sd)].into_iter().collect());
         let mut csv = String::from(

@@ -22,6 +22,8 @@ pub struct TracedRow {
     pub dtype: Dtype,
     /// Spatial tile, px (0: untiled).
     pub tile: u32,
+    /// Temporal tile, frames (0: the class's own walk; absent column: 0).
+    pub temporal_tile: u32,
     pub width: u64,
     pub height: u64,
     /// Frames of the clip (1: an image).
@@ -29,6 +31,9 @@ pub struct TracedRow {
     pub batch: u64,
     /// Peak live bytes over the op.
     pub bytes: u64,
+    /// The architecture's facts as the tracer read them (`facts` column,
+    /// `key=value;…`; absent column: None): what `family add` registers.
+    pub facts: Option<String>,
     /// Where it was read: file and line.
     pub file: String,
     pub line: u64,
@@ -39,8 +44,9 @@ pub struct TracedRow {
 const NEEDED: [&str; 10] =
     ["family", "vae", "op", "dtype", "tile", "width", "height", "frames", "batch", "traced_bytes"];
 
-/// The rows of one traced file; every `vae` must be registered.
-pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<TracedRow>> {
+/// The rows of one traced file; every `vae` must be registered (None: any
+/// name, for `family add`, which registers it).
+pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<TracedRow>> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l)).filter(|(_, l)| !l.trim().is_empty());
     let Some((_, head)) = lines.next() else { bail!(InputError::in_file(file, "empty: expected a header line")) };
     let header: Vec<String> = split_fields(head, file, 1, None)?.iter().map(|h| h.trim().to_string()).collect();
@@ -50,6 +56,8 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<TracedRo
             InputError::at_line(file, 1, format!("missing column '{name}' (a traced file has {})", NEEDED.join(", ")))
         })?;
     }
+    let optional = |name: &str| header.iter().position(|h| h == name);
+    let (temporal_at, facts_at) = (optional("temporal_tile"), optional("facts"));
     let mut rows = Vec::new();
     for (line, text) in lines {
         let f = split_fields(text, file, line, Some(&header))?;
@@ -70,7 +78,7 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<TracedRo
             }
         };
         let vae = field(1).to_string();
-        if !registry.0.contains_key(&vae) {
+        if registry.is_some_and(|r| !r.0.contains_key(&vae)) {
             return Err(wrong(1, "not a registered family (fits/policy.toml [vae.*])"));
         }
         rows.push(TracedRow {
@@ -84,6 +92,20 @@ pub fn parse(text: &str, file: &str, registry: &Registry) -> Result<Vec<TracedRo
             frames: count(7, 1)?,
             batch: count(8, 1)?,
             bytes: count(9, 1)?,
+            temporal_tile: match temporal_at.map(|k| f[k].trim()) {
+                None => 0,
+                Some(t) => t.parse::<u32>().map_err(|_| {
+                    anyhow::Error::new(
+                        InputError::at_line(
+                            file,
+                            line,
+                            format!("temporal_tile: expected an integer, found '{}'", t.escape_debug()),
+                        )
+                        .field("temporal_tile"),
+                    )
+                })?,
+            },
+            facts: facts_at.map(|k| f[k].trim().to_string()),
             file: file.to_string(),
             line,
         });
@@ -102,7 +124,7 @@ pub fn read_dir(dir: &Path, registry: &Registry) -> Result<Vec<TracedRow>> {
     let mut rows = Vec::new();
     for path in files {
         let text = crate::fsio::read_text(&path)?;
-        rows.extend(parse(&text, &crate::fsio::shown(&path), registry)?);
+        rows.extend(parse(&text, &crate::fsio::shown(&path), Some(registry))?);
     }
     Ok(rows)
 }
@@ -119,6 +141,7 @@ mod tests {
             fp32_switch: false,
             video: None,
             ambiguous: Default::default(),
+            class: None,
         };
         Registry([("sd".to_string(), sd)].into_iter().collect())
     }
@@ -128,7 +151,7 @@ mod tests {
     #[test]
     fn rows_are_read_with_their_provenance_quoted() {
         let text = format!("{HEAD}sd15,sd,decode,fp16,0,0,512,512,1,1,402685952,\"a, b\"\n");
-        let rows = parse(&text, "t.csv", &registry()).unwrap();
+        let rows = parse(&text, "t.csv", Some(&registry())).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].op, rows[0].dtype, rows[0].bytes, rows[0].line), (Op::Decode, Dtype::Fp16, 402685952, 2));
     }
@@ -141,10 +164,10 @@ mod tests {
             ("sd15,sd,decoder,fp16,0,0,512,512,1,1,5,x", "t.csv:2: op:"),
             ("sd15,sd,decode,fp16,0,0,512,512,1,1,5", "t.csv:2: 11 fields, the header has 12"),
         ] {
-            let e = parse(&format!("{HEAD}{row}\n"), "t.csv", &registry()).unwrap_err().to_string();
+            let e = parse(&format!("{HEAD}{row}\n"), "t.csv", Some(&registry())).unwrap_err().to_string();
             assert!(e.contains(words), "{row}: {e}");
         }
-        let e = parse("family,vae\n", "t.csv", &registry()).unwrap_err().to_string();
+        let e = parse("family,vae\n", "t.csv", Some(&registry())).unwrap_err().to_string();
         assert!(e.contains("missing column 'op'"), "{e}");
     }
 }

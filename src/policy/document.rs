@@ -69,30 +69,7 @@ pub struct TracedEntry {
     pub reason: Said,
 }
 
-/// An architecture class: what a trace's bytes scale by. The measured
-/// ratios of demand to traced bytes differ by class (docs/traced.md), so
-/// each class is calibrated on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ArchClass {
-    /// 2-D AutoencoderKL-style: one image at a time, 2-D convolutions and a
-    /// mid-block attention (SD, FLUX.1, FLUX.2, SD3, CogView4).
-    #[serde(rename = "kl-2d")]
-    Kl2d,
-    /// 3-D causal: a frame axis with causal convolutions and feature caches
-    /// (Qwen-Image, Wan, HunyuanVideo, CogVideoX, Mochi, LTX).
-    #[serde(rename = "causal-3d")]
-    Causal3d,
-}
-
-impl ArchClass {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ArchClass::Kl2d => "kl-2d",
-            ArchClass::Causal3d => "causal-3d",
-        }
-    }
-}
+pub use crate::vocab::ArchClass;
 
 /// `min_sizes`: a line needs two sizes.
 pub type Int2 = Int<2, { u32::MAX as u64 }>;

@@ -82,10 +82,17 @@ pub struct Policy {
     pub attention: Option<Attention>,
     /// The clip copies and host estimates of video families (None: none declared).
     pub video: Option<video::VideoPolicy>,
-    /// Each family's architecture class, where declared.
-    pub classes: std::collections::BTreeMap<String, document::ArchClass>,
     /// The traced price's margin and why (None: not declared).
     pub traced: Option<TracedMargin>,
+}
+
+/// Output pixels, frames and batch of a run or a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub width: u64,
+    pub height: u64,
+    pub frames: u64,
+    pub batch: u64,
 }
 
 /// `[traced]`: the margin of a price scaled from a trace, with its figures.
@@ -133,17 +140,40 @@ impl Policy {
     /// prices `line(x) + clip` (docs/DESIGN.md, "Video"). None: too large.
     pub fn fit_coordinates(&self, p: &Point) -> Option<(u64, u64)> {
         let Some(facts) = self.registry.video(&p.key.vae) else { return Some((p.pixels, 0)) };
+        let geometry = Geometry { width: p.width, height: p.height, frames: p.frames, batch: p.batch };
+        let (x, clip, _) =
+            self.video_coordinates(facts, p.key.op, p.key.dtype, p.key.tile, p.key.temporal_tile, geometry)?;
+        Some((x, clip))
+    }
+
+    /// A video run's `(working set, clip bytes, key temporal tile)`, as a
+    /// point of that geometry sits on its line. None: too large.
+    pub fn video_coordinates(
+        &self,
+        facts: &crate::registry::VideoFacts,
+        op: crate::vocab::Op,
+        dtype: crate::vocab::Dtype,
+        tile: u32,
+        temporal_tile: Option<u32>,
+        g: Geometry,
+    ) -> Option<(u64, u64, u32)> {
+        let key_tt = facts.key_temporal_tile(Some(temporal_tile.unwrap_or(0)), g.frames);
         let run = video::Run {
-            width: p.width,
-            height: p.height,
-            frames: p.frames,
-            batch: p.batch,
-            tile: p.key.tile,
-            temporal_tile: facts.key_temporal_tile(Some(p.key.temporal_tile.unwrap_or(0)), p.frames),
-            dtype: p.key.dtype,
+            width: g.width,
+            height: g.height,
+            frames: g.frames,
+            batch: g.batch,
+            tile,
+            temporal_tile: key_tt,
+            dtype,
         };
-        let copies = self.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(p.key.op));
-        Some((run.working_set(facts)?, run.clip_bytes(copies)?))
+        let copies = self.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(op));
+        Some((run.working_set(facts)?, run.clip_bytes(copies)?, key_tt))
+    }
+
+    /// A family's declared architecture class (None: not declared).
+    pub fn class_of(&self, family: &str) -> Option<document::ArchClass> {
+        self.registry.0.get(family).and_then(|e| e.class)
     }
 
     pub fn is_excluded(&self, id: &str) -> bool {

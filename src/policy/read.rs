@@ -286,9 +286,9 @@ mod tests {
         let (policy, problems) = parse(text, "p.toml").unwrap();
         assert!(problems.is_empty());
         use crate::policy::document::ArchClass;
-        assert_eq!(policy.classes.get("sd"), Some(&ArchClass::Kl2d));
-        assert_eq!(policy.classes.get("wan21"), Some(&ArchClass::Causal3d));
-        assert_eq!(policy.classes.get("x"), None);
+        assert_eq!(policy.class_of("sd"), Some(ArchClass::Kl2d));
+        assert_eq!(policy.class_of("wan21"), Some(ArchClass::Causal3d));
+        assert_eq!(policy.class_of("x"), None);
         assert_eq!(policy.traced.unwrap().margin, crate::exact::Ratio::new(1, 4).unwrap());
         let e = parse("[vae.sd]\nclass = \"3d\"\n", "p.toml").unwrap_err().to_string();
         assert!(e.starts_with("p.toml:2: vae.sd.class: unknown variant '3d'"), "{e}");

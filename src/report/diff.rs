@@ -15,6 +15,7 @@ fn rule(r: Option<Rule>) -> &'static str {
         Some(Rule::Legacy) => "legacy",
         Some(Rule::MonotoneFloor) => "monotone floor",
         Some(Rule::MeasuredCap) => "measured cap",
+        Some(Rule::Traced) => "traced",
         None => "-",
     }
 }

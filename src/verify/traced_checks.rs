@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 fn band<'a>(points: impl Iterator<Item = &'a Calibrated<'a>>) -> Option<(Ratio, Ratio)> {
     let mut out: Option<(Ratio, Ratio)> = None;
     for c in points {
-        let r = Ratio::new(i128::from(c.point.demand_bytes), i128::from(c.traced)).ok()?;
+        let r = Ratio::new(i128::from(c.demand()), i128::from(c.traced)).ok()?;
         out = Some(match out {
             None => (r, r),
             Some((lo, hi)) => (

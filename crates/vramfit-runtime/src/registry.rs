@@ -32,6 +32,10 @@ pub struct VaeEntry {
     /// Wan 2.2 A14B ships Wan 2.1's): an answer asked by one of them warns.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ambiguous: BTreeMap<String, String>,
+    /// The family's architecture class: which calibration scales its trace
+    /// (docs/traced.md). Absent: not declared, so no traced price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<crate::vocab::ArchClass>,
 }
 
 /// How a video VAE's decoder walks time.

@@ -5,7 +5,6 @@
 use super::Place;
 use crate::exact::Ratio;
 use crate::points::LineKey;
-use crate::policy::document::ArchClass;
 use crate::policy::document::{
     AttentionEntry, CarryEntry, LegacyEntry, ListedEntry, PolicyFile, TilingEntry, VaeFamily,
 };
@@ -52,8 +51,6 @@ impl Place<'_> {
         }
         let exceptions = self.listed(d.exception, "exception")?;
         let families = d.vae.unwrap_or_default();
-        let classes: Vec<(String, ArchClass)> =
-            families.iter().filter_map(|(f, e)| Some((f.clone(), e.value.class?))).collect();
         let registry = self.registry(families)?;
         let carries = self.carries(d.carry.unwrap_or_default(), &registry)?;
         let os_specific = d
@@ -86,7 +83,6 @@ impl Place<'_> {
         let attention = d.attention.map(|a| self.attention(a)).transpose()?;
         let tiling = d.tiling.map(|t| self.tiling(t)).transpose()?;
         let video = d.video.map(|v| self.video(v, &registry)).transpose()?;
-        let classes = classes.into_iter().collect();
         let traced = match d.traced {
             None => None,
             Some(At { span, value: t }) => {
@@ -117,7 +113,6 @@ impl Place<'_> {
             tiling,
             attention,
             video,
-            classes,
             traced,
         })
     }
@@ -234,6 +229,7 @@ impl Place<'_> {
                 video,
                 fp32_switch: e.fp32_switch.unwrap_or(false),
                 ambiguous,
+                class: e.class,
             };
             out.insert(family, entry);
         }

@@ -91,6 +91,11 @@ pub struct CoefficientsFile {
     /// Video families' clip copies and hosts' estimates (absent: none declared).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video: Option<super::video::VideoPolicy>,
+    /// Traced shapes and their calibrations: the price of a family with no
+    /// measured line on the query's platform (absent: no traces, or no
+    /// `[traced]` margin declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<super::traced::TracedSection>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
 }

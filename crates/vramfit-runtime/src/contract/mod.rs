@@ -12,6 +12,7 @@ mod formula;
 pub mod key;
 pub mod load;
 pub mod rules;
+pub mod traced;
 pub mod video;
 
 pub use file::slope_text;

@@ -111,11 +111,16 @@ pub enum Rule {
     /// smaller tile holds no more than one on a larger tile, so the lowest
     /// such line sets it (`priced_by`).
     MeasuredCap,
+    /// No measured line on the query's platform: the family's traced shape
+    /// at the query's size, scaled by its architecture class's calibration
+    /// on the platform (`traced` names both); a floor under the unmeasured
+    /// rule's guess, floored in turn by a host's estimate and the legacy value.
+    Traced,
 }
 
 impl Rule {
     /// Every rule, in the order of the enum.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::FittedLine,
         Rule::CarriedLine,
         Rule::UnmeasuredRule,
@@ -127,6 +132,7 @@ impl Rule {
         Rule::Legacy,
         Rule::MonotoneFloor,
         Rule::MeasuredCap,
+        Rule::Traced,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -142,6 +148,7 @@ impl Rule {
             Rule::Legacy => "legacy estimator",
             Rule::MonotoneFloor => "monotone floor",
             Rule::MeasuredCap => "measured cap",
+            Rule::Traced => "traced rule",
         }
     }
 
@@ -266,6 +273,9 @@ pub struct Price {
     /// the host estimate consulted (null for an image family).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub video: Option<VideoTerms>,
+    /// The traced rule's terms, where it was consulted (absent elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traced: Option<TracedTerms>,
     /// The smaller request whose higher price this one takes (rule
     /// `monotone-floor`; absent when the query's own rule set the price).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,6 +308,41 @@ pub struct VideoTerms {
     pub clip_bytes: u64,
     /// The largest applicable host estimate, where one was consulted.
     pub estimate: Option<EstimateTerm>,
+}
+
+/// How the traced rule priced a query, or what it offered where it was
+/// consulted (docs/traced.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TracedTerms {
+    /// Where the shape was evaluated: pixels, or a video run's working set.
+    pub at: u64,
+    pub unit: crate::contract::traced::ShapeUnit,
+    /// The family's traced bytes there.
+    pub traced_bytes: u64,
+    /// The calibration's price of them, bytes (before clip bytes and cast growth).
+    pub bytes: u64,
+    /// Whether `at` lies outside the traced range.
+    pub extrapolated: bool,
+    /// The shape: `vae/op/tile/dtype` (a video shape's tile: `Nf`, its temporal tile).
+    pub shape: String,
+    /// Its traced bytes per unit, `num/den`.
+    pub shape_slope: String,
+    /// Its traced bytes at 0, `num/den`.
+    pub shape_base: String,
+    /// The traced range of the shape.
+    pub size_range: [u64; 2],
+    /// The calibration: `class/op/tile/backend/allocator/os/dtype`.
+    pub calibration: String,
+    /// Bytes of demand per traced byte, two decimals (margin included).
+    pub slope: String,
+    /// MiB (margin included).
+    pub base_mib: u64,
+    /// The families it was calibrated on.
+    pub families: Vec<String>,
+    /// The measured points it was calibrated on.
+    pub points: usize,
+    /// The traced margin it carries, exact decimal.
+    pub margin: String,
 }
 
 /// One host's published estimate, as consulted for a video key with no line.
@@ -416,6 +461,11 @@ impl Price {
             Rule::Legacy => out.push(format!("{} is priced by the legacy estimator", self.line)),
             Rule::VideoEstimate => out.push(format!(
                 "{} is priced by a host's published video estimate: no line was measured for it",
+                self.line
+            )),
+            Rule::Traced => out.push(format!(
+                "{} is priced by the traced rule: its architecture's trace scaled by other families' measurements, \
+                 no line was measured for it on this platform",
                 self.line
             )),
         }

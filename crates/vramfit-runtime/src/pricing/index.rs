@@ -64,6 +64,10 @@ pub struct Coefficients {
     /// The spatial tiles (above 0) with a line of each (family, op), sorted:
     /// where the monotone composition looks for a measured tile's price.
     pub(super) line_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
+    /// The tiles that end a rule's domain, by (family, op): every line's
+    /// tile and every traced image shape's (the monotone composition's
+    /// spatial corners).
+    pub(super) corner_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
     /// The temporal tiles (above 0) with a line of each video (family, op), sorted.
     pub(super) line_temporal_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
 }
@@ -110,7 +114,13 @@ impl Coefficients {
                 line_temporal_tiles.entry((k.vae.clone(), k.op)).or_default().push(t);
             }
         }
-        for tiles in line_tiles.values_mut().chain(line_temporal_tiles.values_mut()) {
+        // A traced shape's tile ends the traced rule's domain as a line's
+        // tile ends a line's: the monotone composition's spatial corners.
+        let mut corner_tiles = line_tiles.clone();
+        for s in file.traced.iter().flat_map(|t| &t.shapes).filter(|s| s.tile > 0 && s.temporal_tile.is_none()) {
+            corner_tiles.entry((crate::text::Text::from(s.vae.as_str()), s.op)).or_default().push(s.tile);
+        }
+        for tiles in line_tiles.values_mut().chain(line_temporal_tiles.values_mut()).chain(corner_tiles.values_mut()) {
             tiles.sort_unstable();
             tiles.dedup();
         }
@@ -125,6 +135,7 @@ impl Coefficients {
             names,
             by_use,
             line_tiles,
+            corner_tiles,
             line_temporal_tiles,
         })
     }
@@ -312,6 +323,7 @@ mod tests {
             video: None,
             fp32_switch: false,
             ambiguous: Default::default(),
+            class: None,
         };
         // A model named like a later family, a family differing only in
         // case, and a model with spaces in its stored name.

@@ -12,11 +12,12 @@ pub mod platform;
 pub mod source;
 mod steps;
 mod tiled;
+mod traced;
 mod video;
 
 pub use answer::{
     AttentionTerms, Choice, ChosenAllocator, EstimateTerm, Lifted, Price, Pricer, Query, Quote, ReserveReport,
-    Resolved, Rule, Slope, TileTerms, VideoTerms,
+    Resolved, Rule, Slope, TileTerms, TracedTerms, VideoTerms,
 };
 
 use crate::contract::{is_os_specific, LineKey};
@@ -172,6 +173,11 @@ impl Coefficients {
             .ok_or_else(|| too_large(format!("cast growth of {family} overflows")))
     }
 
+    /// The traced margin as shipped, exact decimal ("0" when none).
+    fn traced_margin(&self) -> String {
+        self.file.traced.as_ref().map_or_else(|| "0".into(), |t| crate::exact::exact_decimal(&t.margin))
+    }
+
     fn legacy_at(&self, key: &LineKey, shape: legacy::Shape) -> Option<u64> {
         let l = self.file.legacy.as_ref()?;
         legacy::legacy_bytes(l, &key.vae, key.op, key.tile, key.conv_backend, key.dtype, shape)
@@ -207,6 +213,7 @@ impl Coefficients {
             tiled: None,
             attention: None,
             video: None,
+            traced: None,
             lifted: None,
             line: key,
         })
@@ -264,6 +271,7 @@ impl Coefficients {
             video: None,
             legacy: None,
             attention: None,
+            traced: None,
         };
         if let Some(facts) = self.registry.video(&ask.resolved.key.vae) {
             // A video line's spatial tile is in its working set.
@@ -406,6 +414,32 @@ impl Pricer for Coefficients {
             }
             None => {}
         }
+        if let Some(t) = s.ask.traced.as_ref().filter(|_| base == Rule::Traced) {
+            warnings.push(format!(
+                "no line measured for {} on this platform: priced by the traced rule, its trace ({} B at {} {}) \
+                 scaled by class {}'s calibration on {} ({} B of demand per traced byte + {} MiB, margin {})",
+                s.key(),
+                t.traced,
+                t.at,
+                match t.shape.unit {
+                    crate::contract::traced::ShapeUnit::Pixels => "px",
+                    crate::contract::traced::ShapeUnit::WorkingSet => "px of working set",
+                },
+                t.calibration.class,
+                t.calibration.families.join(", "),
+                t.calibration.slope,
+                t.calibration.base_mib,
+                self.traced_margin(),
+            ));
+            if t.extrapolated() {
+                let [lo, hi] = t.shape.size_range;
+                warnings.push(format!(
+                    "{} lies outside the traced range of {}'s shape ({lo}–{hi}): the trace is extrapolated",
+                    t.at,
+                    s.key().vae
+                ));
+            }
+        }
         if let Some(by) = s.priced_by().filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key().dtype) {
             warnings.push(format!(
                 "{by}, measured in {} on this platform, sets the floor for {}: a run dtype is never priced below \
@@ -414,7 +448,13 @@ impl Pricer for Coefficients {
                 s.key().dtype
             ));
         }
-        if !self.family_measured(&s.key().vae) {
+        if !self.family_measured(&s.key().vae) && base == Rule::Traced {
+            warnings.push(format!(
+                "nothing has been measured for the {} VAE: this price is its architecture's trace scaled by what \
+                 was measured on other families of its class, not a measurement",
+                s.key().vae
+            ));
+        } else if !self.family_measured(&s.key().vae) {
             warnings.push(format!(
                 "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
                  the previous estimator's guess, not a measurement",
@@ -465,6 +505,7 @@ impl Pricer for Coefficients {
             tile_asked,
             warnings,
             video: s.ask.video.as_ref().map(video::VideoOn::terms),
+            traced: s.ask.traced.as_ref().map(|t| t.terms(self.traced_margin())),
             tiled: s.tiled().map(|t| t.terms(s.line_bytes().unwrap_or(0))),
             attention: s.ask.attention.as_ref().map(AttnOn::terms),
             lifted,

@@ -60,8 +60,8 @@ impl Coefficients {
         let mut out = Vec::new();
         match own.ask.video.as_ref() {
             None => {
-                let measured = self.line_tiles.get(&(family.clone(), q.op)).map_or(&[][..], Vec::as_slice);
-                for tile in spatial_corners(own.key().tile, w, h, measured) {
+                let ends = self.corner_tiles.get(&(family.clone(), q.op)).map_or(&[][..], Vec::as_slice);
+                for tile in spatial_corners(own.key().tile, w, h, ends) {
                     out.push(Query { tile, ..q.clone() });
                 }
                 if own.key().tile != 0 {

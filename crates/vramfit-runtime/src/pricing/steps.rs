@@ -17,6 +17,7 @@
 
 use super::attention::AttnOn;
 use super::tiled::TileOn;
+use super::traced::TracedOn;
 use super::video::{measured_here, VideoOn};
 use super::{legacy, Coefficients, LineCoef, Query, Resolved, Rule};
 use crate::contract::LineKey;
@@ -89,6 +90,8 @@ pub(super) struct Ask<'a> {
     pub legacy: Option<u64>,
     /// The attention phase, on a math-kernel platform.
     pub attention: Option<AttnOn<'a>>,
+    /// The traced rule's offer, where a step consulted it.
+    pub traced: Option<TracedOn<'a>>,
 }
 
 impl Ask<'_> {
@@ -113,8 +116,16 @@ pub(super) trait Step: Sync {
 }
 
 /// Every pricing step, in order.
-pub(super) const STEPS: [&dyn Step; 7] =
-    [&OwnLine, &DerivedTile, &UnmeasuredRule, &HostEstimate, &LegacyFloor, &MeasuredCap, &AttentionPhase];
+pub(super) const STEPS: [&dyn Step; 8] = [
+    &OwnLine,
+    &DerivedTile,
+    &UnmeasuredRule,
+    &TracedRule,
+    &HostEstimate,
+    &LegacyFloor,
+    &MeasuredCap,
+    &AttentionPhase,
+];
 
 /// The answer the steps give one query, in order, each offer meeting the
 /// answer so far by its step's effect.
@@ -259,6 +270,34 @@ impl Step for UnmeasuredRule {
         let basis = if platform_measured { Basis::Measured } else { Basis::Guess };
         let bytes = add(add(total, ask.clip)?, ask.growth)?;
         Ok(Some(Candidate { rule: Rule::UnmeasuredRule, basis, line: Some((k, coef, b)), derived, bytes }))
+    }
+}
+
+/// A family with no measured line on the query's platform: its traced
+/// shape scaled by its class's calibration here (docs/traced.md). A floor:
+/// it raises the unmeasured rule's guess (a line of the same family on
+/// another platform or dtype still prices when it is higher), and the host
+/// estimates and the legacy value after it stay floors under it.
+struct TracedRule;
+
+impl Step for TracedRule {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::Traced]
+    }
+    fn effect(&self) -> Effect {
+        Effect::Floor
+    }
+    fn offer<'a>(
+        &self,
+        c: &'a Coefficients,
+        _: &Query,
+        ask: &mut Ask<'a>,
+        _: Option<&Candidate<'a>>,
+    ) -> Result<Option<Candidate<'a>>> {
+        ask.traced = c.traced_on(ask.key(), ask.at)?;
+        let Some(t) = &ask.traced else { return Ok(None) };
+        let bytes = add(add(t.bytes, ask.clip)?, ask.growth)?;
+        Ok(Some(Candidate { rule: Rule::Traced, basis: Basis::Guess, line: None, derived: false, bytes }))
     }
 }
 

@@ -1,0 +1,138 @@
+//! Traced shapes and their calibrations as shipped (docs/traced.md): what a
+//! runtime needs to price a family that has no measured line on the
+//! query's platform from its own architecture.
+//!
+//! A *shape* is the exact upper envelope of one family's traced rows for
+//! one (op, dtype, tile, temporal tile), in the line's own coordinates:
+//! pixels for an image family, the working set for a video family (whose
+//! rows have the clip term taken off, as a video line's points do). A
+//! *calibration* is a shipped line in traced bytes: `reserve =
+//! ceil(slope_centi × traced / 100) + base_mib × 2^20`, fitted on the
+//! measured points of one architecture class on one platform.
+
+use crate::exact::{Overflow, Ratio};
+use crate::vocab::{Allocator, ArchClass, ConvBackend, Dtype, Op, Os};
+use serde::{Deserialize, Serialize};
+
+/// The `traced` section of the shipped file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TracedSection {
+    /// The margin every calibration is grown by, exact decimal.
+    pub margin: Ratio,
+    /// Why that margin (the leave-one-family-out figures), from the policy.
+    pub reason: String,
+    /// How a runtime prices by the traced rule, in words.
+    pub formula: String,
+    /// SHA-256 over the traced rows the shapes were made from
+    /// (`file:line\tvae\top\tdtype\ttile\ttemporal_tile\twidth\theight\tframes\tbatch\ttraced_bytes\n`, sorted).
+    pub traces_digest: String,
+    /// Every family's shapes, sorted by key.
+    pub shapes: Vec<TracedShape>,
+    /// Every class's calibrations, sorted by key.
+    pub calibrations: Vec<Calibration>,
+}
+
+/// The coordinate a shape is a function of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeUnit {
+    /// `width × height × batch`.
+    Pixels,
+    /// A video run's working set (docs/DESIGN.md, "Video").
+    WorkingSet,
+}
+
+/// One family's traced bytes as a function of its line's coordinate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TracedShape {
+    pub vae: String,
+    pub op: Op,
+    pub dtype: Dtype,
+    /// The spatial tile of an image shape (0: untiled); a video shape's is
+    /// in its working set (0).
+    pub tile: u32,
+    /// A video shape's temporal tile as its key has it (absent for an image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporal_tile: Option<u32>,
+    pub unit: ShapeUnit,
+    /// Traced bytes per unit, `num/den`, the exact envelope (no margin).
+    pub slope: String,
+    /// Traced bytes, `num/den`.
+    pub base: String,
+    /// Traced rows behind it.
+    pub rows: usize,
+    /// Smallest and largest coordinate traced.
+    pub size_range: [u64; 2],
+    /// The rows (`file:line`) that pin the envelope.
+    pub support: Vec<String>,
+}
+
+impl TracedShape {
+    /// Traced bytes at `x`: `max(0, ceil(slope × x + base))` (None: overflow
+    /// or an unreadable fraction).
+    pub fn at(&self, x: u64) -> Option<u64> {
+        let slope = Ratio::parse_fraction(&self.slope)?;
+        let base = Ratio::parse_fraction(&self.base)?;
+        let v = slope.checked_mul(Ratio::int(i128::from(x))).and_then(|v| v.checked_add(base)).ok()?;
+        u64::try_from(v.ceil().max(0)).ok()
+    }
+
+    /// Whether it prices this query's key: same family, op, dtype and tiles.
+    pub fn prices(&self, vae: &str, op: Op, dtype: Dtype, tile: u32, temporal_tile: Option<u32>) -> bool {
+        self.vae == vae && self.op == op && self.dtype == dtype && self.tile == tile && self.temporal_tile == temporal_tile
+    }
+}
+
+/// Demand over traced bytes for one architecture class on one platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub class: ArchClass,
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+    pub op: Op,
+    pub dtype: Dtype,
+    /// The tile of the points it was fitted on (0: untiled, and every video point).
+    pub tile: u32,
+    /// Bytes of demand per traced byte, two decimals, rounded up (margin included).
+    pub slope: String,
+    /// MiB, rounded up (margin included).
+    pub base_mib: u64,
+    /// The families whose measured points it was fitted on, sorted.
+    pub families: Vec<String>,
+    /// Measured points behind it.
+    pub points: usize,
+    /// The points that pin the envelope.
+    pub support: Vec<String>,
+}
+
+impl Calibration {
+    /// The slope in hundredths.
+    pub fn slope_centi(&self) -> Option<u64> {
+        let r = crate::exact::parse_decimal(&self.slope).ok()?.checked_mul(Ratio::int(100)).ok()?;
+        (r.den() == 1).then(|| u64::try_from(r.num()).ok()).flatten()
+    }
+
+    /// The reservation for `traced` bytes.
+    pub fn price(&self, traced: u64) -> Result<u64, Overflow> {
+        super::reserve_bytes(self.slope_centi().ok_or(Overflow)?, self.base_mib, traced)
+    }
+
+    /// Whether it holds on this platform: its backend and allocator, and
+    /// its OS or one measured without an OS.
+    pub fn holds_on(&self, conv_backend: ConvBackend, allocator: Allocator, os: Os) -> bool {
+        self.conv_backend == conv_backend && self.allocator == allocator && (self.os == os || self.os == Os::Any)
+    }
+}
+
+/// How a runtime prices by the traced rule, in words (shipped as `formula`).
+pub const TRACED_FORMULA: &str = "a family with no measured line on the query's platform: traced = the family's \
+    shape (op, dtype, tile; temporal tile for video) at the query's pixels or working set, max(0, ceil(slope × x + \
+    base)); reserve = ceil(slope_centi × traced / 100) + base_mib × 1048576 under its class's calibration on the \
+    query's platform (backend, allocator, and its OS or none) for the op and tile (a tile with no calibration of \
+    its own: the untiled one), in the query's dtype, else the highest of its other dtypes; plus a video run's clip \
+    bytes and cast growth. A floor under the unmeasured rule's guess: never below a line of the same family, and \
+    a host's estimate or the legacy value stays a floor under it";
