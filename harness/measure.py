@@ -100,8 +100,15 @@ def _video(doc):
 
 
 def spatial_compression(doc):
-    """Output pixels per latent pixel along a side (8 unless the document says)."""
-    return doc.get("spatial", 8)
+    """Output pixels per latent pixel along a side: the document's `spatial`;
+    else an AutoencoderKL-style config's, one halving per block after the
+    first (2^(len(block_out_channels) − 1)); else 8."""
+    if "spatial" in doc:
+        return doc["spatial"]
+    blocks = doc["config"].get("block_out_channels")
+    if isinstance(blocks, list) and blocks:
+        return 2 ** (len(blocks) - 1)
+    return 8
 
 
 def temporal_compression(doc):

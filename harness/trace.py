@@ -39,7 +39,7 @@ from . import configs, preflight
 
 #: The traced grid. Image sizes: squares across what hosts run and two
 #: common non-square canvases; tiles: untiled and the diffusers host's
-#: tiles of 512 and 1024 px (only where the tile is smaller than the image).
+#: tiles of 512 px (only where the tile is smaller than the image).
 IMAGE_SIZES = ((512, 512), (768, 768), (1024, 1024), (1216, 832), (1536, 1536), (2048, 2048), (2560, 1440))
 IMAGE_TILES = (0, 512)
 #: Video: two canvases (each side rounded up to the family's spatial
@@ -52,7 +52,18 @@ DTYPES = ("bf16", "fp16", "fp32")
 OPS = ("decode", "encode")
 
 COLUMNS = ("family", "vae", "op", "dtype", "tile", "temporal_tile", "width", "height", "frames", "batch", "traced_bytes",
-           "torch", "diffusers", "config_source", "config_sha256", "call")
+           "torch", "diffusers", "config_source", "config_sha256", "call", "facts")
+
+#: How each video class's decoder walks time, as the tracer runs it: the
+#: registry's `walk` and its frames (`vramfit family add` registers these).
+CLASS_WALKS = {
+    "AutoencoderKLWan": ("causal", 4),
+    "AutoencoderKLCogVideoX": ("causal", 8),
+    "AutoencoderKLMochi": ("all", 0),
+    "AutoencoderKLHunyuanVideo": ("tiles", 16),
+    "AutoencoderKLLTXVideo": ("tiles", 16),
+    "AutoencoderKLLTX2Video": ("tiles", 16),
+}
 
 
 def config_digest(doc):
@@ -131,7 +142,8 @@ def storages_of(*things):
 
 
 def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
-    """The traced peak bytes of one op on the meta device."""
+    """The traced peak bytes of one op on the meta device, and the temporal
+    tile the call really walked (0: the clip at once, or a causal walk)."""
     import gc
 
     import torch
@@ -143,6 +155,7 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
     vae = measure.build(doc, dtype, "meta", 0 if video else tile)
     if video and tile:
         host_tiling(vae, doc, tile)
+    walked = walked_temporal_tile(vae, op, frames) if video else 0
     x = measure.make_input(doc, op, dtype, width, height, batch, "meta", frames=frames)
     mode = LiveBytes(storages_of(vae, x))
     real_sdpa = F.scaled_dot_product_attention
@@ -157,7 +170,60 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
             gc.collect()
     finally:
         F.scaled_dot_product_attention = real_sdpa
-    return mode.peak
+    return mode.peak, walked
+
+
+def walked_temporal_tile(vae, op, frames):
+    """The frames of the temporal tiles a video VAE walks a clip in: its
+    class's framewise switch for the op, on (HunyuanVideo's default, or the
+    host's tiling) and a clip longer than one tile; else 0."""
+    switch = "use_framewise_decoding" if op == "decode" else "use_framewise_encoding"
+    size = getattr(vae, "tile_sample_min_num_frames", 0)
+    return size if getattr(vae, switch, False) and size and frames > size else 0
+
+
+def facts_of(doc):
+    """The architecture's facts, `key=value;…`, read from the config and the
+    model built on the meta device: what `vramfit family add` registers."""
+    import torch
+
+    from . import measure
+
+    vae = measure.build(doc, "fp32", "meta", 0)
+    conv3d = any(isinstance(m, torch.nn.Conv3d) for m in vae.modules())
+    config = doc["config"]
+    facts = [
+        ("class", "causal-3d" if conv3d else "kl-2d"),
+        ("latent_channels", config.get("latent_channels", config.get("z_dim", 4))),
+        ("spatial", measure.spatial_compression(doc)),
+        ("params", sum(p.numel() for p in vae.parameters())),
+    ]
+    attention = mid_block_attention(vae)
+    if attention:
+        facts.append(("attention", "%dx%d" % attention))
+    if measure.is_video_model(doc):
+        facts.append(("temporal", measure.temporal_compression(doc)))
+        walk = CLASS_WALKS.get(config["_class_name"])
+        if walk:
+            facts.extend([("walk", walk[0]), ("walk_frames", walk[1])])
+        host = doc.get("host_tiling") or {}
+        facts.append(("tile", host.get("tile", 0)))
+    return ";".join("%s=%s" % kv for kv in facts)
+
+
+def mid_block_attention(vae):
+    """(heads, head size) of the decoder mid-block's first attention, where
+    it has one: diffusers' `Attention` (heads, to_q) or a single-head block
+    with a fused qkv projection (Wan's)."""
+    mid = getattr(getattr(vae, "decoder", None), "mid_block", None)
+    if mid is None:
+        return None
+    for m in mid.modules():
+        if hasattr(m, "heads") and hasattr(m, "to_q"):
+            return int(m.heads), int(m.to_q.out_features) // int(m.heads)
+        if hasattr(m, "to_qkv") and hasattr(m.to_qkv, "out_channels"):
+            return 1, int(m.to_qkv.out_channels) // 3
+    return None
 
 
 def host_tiling(vae, doc, tile):
@@ -171,12 +237,6 @@ def host_tiling(vae, doc, tile):
     if doc["host_tiling"].get("frames"):
         vae.use_framewise_decoding = True
         vae.use_framewise_encoding = True
-
-
-def temporal_tile(doc, tile):
-    """The frames of a temporal tile in a traced row (0: the clip at once or the class's own walk)."""
-    host = doc.get("host_tiling") or {}
-    return host.get("frames", 0) if tile else 0
 
 
 def selftest():
@@ -244,7 +304,7 @@ def tiling_words(doc, tile):
         return ""
     if not measure.is_video_model(doc):
         return " after enable_tiling(), tile_sample_min_size %d" % tile
-    frames = temporal_tile(doc, tile)
+    frames = (doc.get("host_tiling") or {}).get("frames", 0)
     return " after enable_tiling() (class tiles %d px%s)" % (tile, ", framewise %d frames" % frames if frames else "")
 
 
@@ -276,17 +336,18 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     import torch
 
     digest = config_digest(doc)
+    facts = facts_of(doc)
     rows = []
     for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
-        traced = trace_one(doc, op, dtype, tile, w, h, f)
+        traced, walked = trace_one(doc, op, dtype, tile, w, h, f)
         call = "%s.%s%s" % (doc["config"]["_class_name"], "decode(z).sample" if op == "decode"
                              else "encode(x).latent_dist.mode()", tiling_words(doc, tile))
         rows.append({
             "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,
-            "temporal_tile": temporal_tile(doc, tile),
+            "temporal_tile": walked,
             "width": w, "height": h, "frames": f, "batch": 1, "traced_bytes": traced,
             "torch": torch.__version__.split("+")[0], "diffusers": diffusers.__version__,
-            "config_source": doc["source"], "config_sha256": digest, "call": call,
+            "config_source": doc["source"], "config_sha256": digest, "call": call, "facts": facts,
         })
         if say:
             say("%-12s %-6s %-4s tile %-4d %5dx%-5d f %-3d %12d" % (doc["family"], op, dtype, tile, w, h, f, traced))

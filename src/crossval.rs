@@ -340,7 +340,9 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
             let calibration = calibrate(&train, margin)?;
             let mut check = LineCheck::new(line, 1);
             for c in held {
-                let reserve = priced(&calibration, c.traced)?.checked_add(c.clip).ok_or_else(|| anyhow!("{}: too large", c.point.id))?;
+                let reserve = priced(&calibration, c.traced)?
+                    .checked_add(c.clip)
+                    .ok_or_else(|| anyhow!("{}: too large", c.point.id))?;
                 check.points.push(HeldOut::priced(c.point, reserve, format!("family {family}"))?);
             }
             checks.push(finish_check(check)?);

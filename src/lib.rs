@@ -10,7 +10,7 @@
 //! [`places`] (where in a file a finding is) → [`points`] → [`policy`] →
 //! [`workspace`], [`lines`] (the fit of each key under the policy) →
 //! [`crossval`], [`coefficients`] (the shipped file) → [`pricing`] →
-//! [`verify`], [`plan`], [`diff`], [`plot`] → [`evidence`] (what a
+//! [`verify`], [`plan`], [`diff`], [`plot`] → [`evidence`], [`family`] (what a
 //! reviewer reads) → [`report`] (renderers) → [`commands`] → [`cli`].
 
 // The runtime crate's modules, at the paths the rest of the house names
@@ -24,6 +24,7 @@ pub mod commands;
 pub mod crossval;
 pub mod diff;
 pub mod evidence;
+pub mod family;
 pub mod findings;
 pub mod fit;
 pub mod fsio;

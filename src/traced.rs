@@ -8,12 +8,12 @@
 //! points of the class, x = the trace at the point's geometry, y = its
 //! demand. The traced price is the calibration at the family's own trace.
 
+use crate::contract::traced::{Calibration, ShapeUnit, TracedSection, TracedShape, TRACED_FORMULA};
 use crate::exact::Ratio;
 use crate::fit::{self, Envelope, FitPoint};
 use crate::points::traced::TracedRow;
 use crate::points::{LineKey, Point};
 use crate::policy::document::ArchClass;
-use crate::contract::traced::{Calibration, ShapeUnit, TracedSection, TracedShape, TRACED_FORMULA};
 use crate::policy::{Geometry, Policy};
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use anyhow::{anyhow, bail, Result};
@@ -263,6 +263,7 @@ pub fn section(rows: &[TracedRow], points: &[Point], policy: &Policy) -> Result<
         margin: declared.margin,
         reason: declared.reason.clone(),
         formula: TRACED_FORMULA.to_string(),
+        lifts_legacy_floor: declared.lift_legacy_floor.clone(),
         traces_digest: traces_digest(rows),
         shapes: shipped_shapes,
         calibrations,

@@ -29,6 +29,7 @@ mod schemas;
 mod shell;
 mod snapshots;
 mod streams;
+mod traced;
 mod verify;
 mod video;
 mod walkthrough;

@@ -279,6 +279,10 @@ class Reservation:
     #: ``temporal_compression``, ``working_frames``, ``working_set``, ``clip_copies``,
     #: ``clip_bytes``, ``estimate`` (``host``, ``bytes``, ``source``; or None).
     video: Optional[dict]
+    #: The traced rule's terms where it was consulted (``at``, ``unit``, ``traced_bytes``, ``bytes``,
+    #: ``extrapolated``, ``shape``, ``shape_slope``, ``shape_base``, ``size_range``, ``calibration``, ``slope``,
+    #: ``base_mib``, ``families``, ``points``, ``margin``); None where it was not (docs/traced.md).
+    traced: Optional[dict]
     #: What a user should read (extrapolation, unmeasured keys, …).
     warnings: List[str]
     #: Which coefficients priced it.
@@ -318,6 +322,7 @@ class Reservation:
             "tiled": dict(self.tiled) if self.tiled else None,
             "attention": dict(self.attention) if self.attention else None,
             **({"video": dict(self.video)} if self.video else {}),
+            **({"traced": dict(self.traced)} if self.traced else {}),
             **({"lifted": dict(self.lifted)} if self.lifted else {}),
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
@@ -400,9 +405,11 @@ def _shape_error(value, schema, at):
                 return "%s: missing field '%s'" % (at, name)
         # vramfit reads a file in canonical form, so an object with named fields has no other field.
         extra = schema.get("additionalProperties", not props)
+        required = schema.get("required", ())
         for name, v in value.items():
             sub = props.get(name, extra)
-            if sub is False:
+            # A field vramfit writes only when it has a value is never written as null.
+            if sub is False or (v is None and name in props and name not in required):
                 return "%s: unknown field '%s'" % (at, name)
             if isinstance(sub, dict):
                 e = _shape_error(v, sub, "%s.%s" % (at, name))
@@ -537,6 +544,16 @@ class Coefficients:
                 self.line_tiles.setdefault((k.vae, k.op), set()).add(k.tile)
             if k.temporal_tile:
                 self.line_temporal_tiles.setdefault((k.vae, k.op), set()).add(k.temporal_tile)
+        # A traced image shape's tile ends the traced rule's domain as a line's tile ends a line's: the monotone
+        # composition's spatial corners.
+        self.traced = data.get("traced")
+        self.corner_tiles = {u: set(t) for u, t in self.line_tiles.items()}
+        for shape in (self.traced or {}).get("shapes", []):
+            if shape["tile"] > 0 and shape.get("temporal_tile") is None:
+                self.corner_tiles.setdefault((shape["vae"], shape["op"]), set()).add(shape["tile"])
+            if shape.get("temporal_tile"):
+                self.line_temporal_tiles.setdefault((shape["vae"], shape["op"]), set()).add(shape["temporal_tile"])
+        self.corner_tiles = {u: sorted(t) for u, t in self.corner_tiles.items()}
         self.line_tiles = {u: sorted(t) for u, t in self.line_tiles.items()}
         self.line_temporal_tiles = {u: sorted(t) for u, t in self.line_temporal_tiles.items()}
         self.registry = _key_field(data, "registry", where)
@@ -742,6 +759,91 @@ class Coefficients:
                 best = (rule, k, c, b)
         return best
 
+    def _traced_on(self, key, at, tile_on=None):
+        """The traced rule for ``key`` at ``at`` (pixels, or a video working set): its terms, or None where the
+        family has no shape for the key, no class, or its class no calibration on the platform (docs/traced.md).
+        A tile with no shape of its own (``tile_on``: one tile's pixels and the host's output copies) is the untiled
+        shape at one tile plus the copies."""
+        section = self.traced
+        cls = self.registry.get(key.vae, {}).get("class")
+        if section is None or cls is None:
+            return None
+
+        def find(tile):
+            return next((s for s in section["shapes"] if (s["vae"], s["op"], s["dtype"], s["tile"],
+                         s.get("temporal_tile")) == (key.vae, key.op, key.dtype, tile, key.temporal_tile)), None)
+        shape, copies = find(key.tile), 0
+        if shape is None and tile_on is not None and key.tile != 0:
+            shape = find(0)
+            at, copies = tile_on
+        if shape is None:
+            return None
+        traced = max(0, _ceil(Fraction(shape["slope"]) * at + Fraction(shape["base"])))
+        if traced > _U64:
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+
+        def of_class(tile):
+            return [c for c in section["calibrations"] if c["class"] == cls and c["op"] == key.op and c["tile"] == tile]
+
+        def here(c):
+            return c["conv_backend"] == key.conv_backend and c["allocator"] == key.allocator and c["os"] in (key.os, "any")
+        tile = key.tile if of_class(key.tile) else 0
+        found = [c for c in of_class(tile) if here(c) and c["dtype"] == key.dtype]
+        if not found:
+            # As the unmeasured rule: this platform's other dtypes, and every platform's calibration in this dtype.
+            found = [c for c in of_class(tile) if here(c) or c["dtype"] == key.dtype]
+        if not found:
+            found = of_class(tile)  # nothing here nor in this dtype: every calibration of the class
+        best = None
+        for c in found:
+            b = -(-(_slope_centi(c["slope"], key) * traced) // 100) + c["base_mib"] * MIB
+            if b > _U64:
+                raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+            if best is None or b > best[1]:
+                best = (c, b)
+        if best is None:
+            return None
+        c, b = best
+        b += copies
+        if b > _U64:
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+        lo, hi = shape["size_range"]
+        tiles = str(shape["tile"]) if shape.get("temporal_tile") is None else "%df" % shape["temporal_tile"]
+        return {
+            "at": at,
+            "unit": shape["unit"],
+            "traced_bytes": traced,
+            "bytes": b,
+            "extrapolated": not lo <= at <= hi,
+            "shape": "%s/%s/%s/%s" % (shape["vae"], shape["op"], tiles, shape["dtype"]),
+            "shape_slope": shape["slope"],
+            "shape_base": shape["base"],
+            "size_range": [lo, hi],
+            "calibration": "/".join(str(c[f]) for f in ("class", "op", "tile", "conv_backend", "allocator", "os",
+                                                          "dtype")),
+            "slope": c["slope"],
+            "base_mib": c["base_mib"],
+            "families": list(c["families"]),
+            "points": c["points"],
+            "tile_copies_bytes": copies,
+            "margin": _exact_decimal(Fraction(str(section["margin"]))),
+        }
+
+    @staticmethod
+    def _traced_warnings(key, traced):
+        """What an answer priced by the traced rule says (the CLI's words)."""
+        out = ["no line measured for %s on this platform: priced by the traced rule, its trace (%d B at %d %s) scaled "
+               "by class %s's calibration on %s (%s B of demand per traced byte + %d MiB, margin %s)"
+               % (key, traced["traced_bytes"], traced["at"],
+                  "px" if traced["unit"] == "pixels" else "px of working set",
+                  traced["calibration"].split("/")[0], ", ".join(traced["families"]), traced["slope"],
+                  traced["base_mib"], traced["margin"])]
+        if traced["extrapolated"]:
+            lo, hi = traced["size_range"]
+            out.append("%d lies outside the traced range of %s's shape (%d–%d): the trace is extrapolated"
+                       % (traced["at"], key.vae, lo, hi))
+        return out
+
     def _line_warnings(self, key, rule, priced_by, coef):
         """What an answer says about the line behind it (the CLI's order)."""
         out = []
@@ -750,7 +852,11 @@ class Coefficients:
                 "%s, measured in %s on this platform, sets the floor for %s: a run dtype is never priced below "
                 "another dtype's measured line of the same VAE (the demand does not follow the element size)"
                 % (priced_by, priced_by.dtype, key.dtype))
-        if key.vae not in self.measured_families:
+        if key.vae not in self.measured_families and rule == "traced":
+            out.append(
+                "nothing has been measured for the %s VAE: this price is its architecture's trace scaled by what was "
+                "measured on other families of its class, not a measurement" % key.vae)
+        elif key.vae not in self.measured_families:
             out.append(
                 "nothing has been measured for the %s VAE (no line for any op, backend or dtype): this is the "
                 "previous estimator's guess, not a measurement" % key.vae)
@@ -821,7 +927,7 @@ class Coefficients:
         return total
 
     def _reserve_video(self, key, facts, width, height, frames, batch, tile, growth):
-        """A video key's price: (rule, priced_by, coef, line_bytes, legacy, total, video terms)."""
+        """A video key's price: (rule, priced_by, coef, line_bytes, legacy, total, video terms, traced terms)."""
         if frames <= 0:
             raise ValueError(_say("FRAMES_POSITIVE"))
         elem = _ELEM[key.dtype]
@@ -835,6 +941,7 @@ class Coefficients:
         estimate = None
         measured = self._measured_line(key, working_set)
         legacy = None
+        traced = None
         if measured is not None:
             rule, priced_by, coef, line_bytes = measured
             total = line_bytes + clip_bytes
@@ -851,6 +958,17 @@ class Coefficients:
                     b = c.at(working_set)
                     if best is None or b > best[2]:
                         best = (k, c, b)
+            priced_by, coef, line_bytes = best if best is not None else (None, None, None)
+            line_total = None if best is None else best[2] + clip_bytes
+            rule, total = ("unmeasured-rule", line_total) if best is not None else (None, None)
+            if not platform_measured:
+                # The traced rule raises the guess; a host's estimate floors it in turn.
+                traced = self._traced_on(key, working_set)
+                if traced is not None and traced["bytes"] + clip_bytes + growth > _U64:
+                    raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+                if traced is not None and (total is None or traced["bytes"] + clip_bytes > total):
+                    rule, total = "traced", traced["bytes"] + clip_bytes
+                    priced_by, coef, line_bytes = None, None, None
             # A platform that measured this family, op and dtype at another temporal tile is measured: its lines
             # price the working set and no host's guess is a floor there.
             for e in [] if platform_measured else (self.video or {}).get("estimates", []):
@@ -859,15 +977,10 @@ class Coefficients:
                 b = self._estimate_bytes(e, facts, width, height, frames, batch, tile, key.temporal_tile, elem, key)
                 if b is not None and (estimate is None or b > estimate["bytes"]):
                     estimate = {"host": e["host"], "bytes": b, "source": e["source"]}
-            priced_by, coef, line_bytes = best if best is not None else (None, None, None)
-            line_total = None if best is None else best[2] + clip_bytes
-            if platform_measured:
-                rule, total = "unmeasured-rule", line_total
-            elif line_total is not None and (estimate is None or line_total >= estimate["bytes"]):
-                rule, total = "unmeasured-rule", line_total
-            elif estimate is not None:
-                rule, total = "video-estimate", estimate["bytes"]
-            else:
+            if not platform_measured:
+                if estimate is not None and (total is None or estimate["bytes"] > total):
+                    rule, total = "video-estimate", estimate["bytes"]
+            if rule is None:
                 legacy = self._legacy_at(_replace(key, tile=0), working_set, 1, 1)
                 if legacy is None:
                     raise ValueError(_say("NO_VIDEO_PRICE", key=key))
@@ -886,7 +999,7 @@ class Coefficients:
             "clip_bytes": clip_bytes,
             "estimate": estimate,
         }
-        return rule, priced_by, coef, line_bytes, legacy, total, terms
+        return rule, priced_by, coef, line_bytes, legacy, total, terms, traced
 
     def reserve(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, **query):
         """Prices one query; see :func:`reserve`. The query's own rules price it, then the smaller requests it
@@ -946,8 +1059,8 @@ class Coefficients:
         fam, op = own.line.vae, own.line.op
         out = []
         if own.video is None:
-            measured = self.line_tiles.get((fam, op), [])
-            out.extend(dict(asked, tile=t) for t in _spatial_corners(own.line.tile, w, h, measured))
+            ends = self.corner_tiles.get((fam, op), [])
+            out.extend(dict(asked, tile=t) for t in _spatial_corners(own.line.tile, w, h, ends))
             if own.line.tile != 0:
                 out.append(_shrunk_to_tile(asked, own.line.tile))
             return out
@@ -1011,6 +1124,7 @@ class Coefficients:
         tile_on = self._tile_on(key, width, height, batch, pixels, host)
         measured = self._measured_line(key, pixels)
         derived = False
+        traced = None
         if measured is None and tile_on is not None:
             # The derived tile: the platform's untiled line at one tile.
             untiled = self._measured_line(_replace(key, tile=0), tile_on[3])
@@ -1044,17 +1158,33 @@ class Coefficients:
                     b = c.at(tile_on[3])
                     if best is None or b + tile_on[4] > best[0]:
                         best = (b + tile_on[4], b, k, c, True)
-            legacy = self._legacy_at(key, width, height, batch)
-            if best is None and legacy is None:
-                raise ValueError(_say("NO_IMAGE_PRICE", key=key, vae=key.vae, op=key.op, tile=key.tile, dtype=key.dtype))
+            # The traced rule raises the guess (or answers where nothing has); the legacy value floors both.
+            traced = self._traced_on(key, pixels, None if tile_on is None else tile_on[3:5])
+            if traced is not None and traced["bytes"] + growth > _U64:
+                raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
             if best is None:
-                rule, priced_by, coef, line_bytes = "legacy-floor", None, None, None
+                rule, priced_by, coef, line_bytes, guess = None, None, None, None, None
             else:
                 total_b, line_bytes, priced_by, coef, derived = best
-                rule = "unmeasured-rule" if legacy is None or total_b + growth >= legacy else "legacy-floor"
+                rule, guess = "unmeasured-rule", total_b + growth
+            if traced is not None and (guess is None or traced["bytes"] + growth > guess):
+                rule, priced_by, coef, line_bytes, derived = "traced", None, None, None, False
+                guess = traced["bytes"] + growth
+            legacy = self._legacy_at(key, width, height, batch)
+            if guess is None and legacy is None:
+                raise ValueError(_say("NO_IMAGE_PRICE", key=key, vae=key.vae, op=key.op, tile=key.tile, dtype=key.dtype))
+            # A traced price the policy lifts above the legacy floor keeps its own.
+            lifted = rule == "traced" and (self.traced or {}).get("lifts_legacy_floor") is not None
+            if legacy is not None and (guess is None or legacy > guess) and not lifted:
+                rule = "legacy-floor"
         copies = tile_on[4] if derived else 0
-        total = legacy if rule == "legacy-floor" else line_bytes + copies + growth
-        if rule in ("unmeasured-rule", "legacy-floor") and key.tile > 0:
+        if rule == "legacy-floor":
+            total = legacy
+        elif rule == "traced":
+            total = traced["bytes"] + growth
+        else:
+            total = line_bytes + copies + growth
+        if rule in ("unmeasured-rule", "legacy-floor", "traced") and key.tile > 0:
             # A guess for a tile never prices above what a measured line of this platform prices a larger tile (or
             # no tile) of the same image: the lowest such line.
             cap = None
@@ -1094,6 +1224,8 @@ class Coefficients:
                             % (at, priced_by, size_range[0], size_range[1]))
         if rule in ("unmeasured-rule", "legacy-floor"):
             warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
+        if rule == "traced":
+            warnings.extend(self._traced_warnings(key, traced))
         warnings.extend(self._line_warnings(key, rule, priced_by, coef))
         attention = self._attention(key, width, height, key.tile, batch, growth, rule, total)
         final_rule, final = self._phase(key, attention, rule, total, warnings)
@@ -1116,6 +1248,7 @@ class Coefficients:
             tiled=tiled,
             attention=attention,
             video=None,
+            traced=traced,
             warnings=warnings,
         )
 
@@ -1244,7 +1377,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
                   os_d):
     """A video query's :class:`Reservation` (see ``Coefficients.reserve``)."""
     facts = self.registry[key.vae]["video"]
-    rule, priced_by, coef, line_bytes, legacy, total, terms = self._reserve_video(
+    rule, priced_by, coef, line_bytes, legacy, total, terms, traced = self._reserve_video(
         key, facts, width, height, frames, batch, tile_priced, growth)
     final = total + growth
     if final > _U64:
@@ -1271,6 +1404,8 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
                         % (key, terms["estimate"]["host"]))
     elif rule in ("unmeasured-rule", "legacy-floor"):
         warnings.append("no line measured for %s: priced by the %s" % (key, _RULE_TEXT[rule]))
+    if rule == "traced":
+        warnings.extend(self._traced_warnings(key, traced))
     warnings.extend(self._line_warnings(key, rule, priced_by, coef))
     final_rule, final = self._phase(key, attention, rule, final, warnings)
     return self._reservation(
@@ -1292,6 +1427,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         tiled=None,
         attention=attention,
         video=terms,
+        traced=traced,
         warnings=warnings,
     )
 

@@ -129,6 +129,36 @@ vramfit completions powershell >> $PROFILE"
         after_help = "Examples:\n  vramfit points --vae sdxl --op decode --dtype fp16\n  vramfit points --allocator cudaMallocAsync --format json\n  vramfit points --line sd/decode/0/cudnn/native/any/fp16"
     )]
     Points(PointsArgs),
+    /// Register a VAE nobody measured from its traces (`python3 -m harness trace`), priced by the traced rule.
+    #[command(after_help = "Examples:\n  python3 -m harness trace --config vae/config.json --family myvae\n  \
+vramfit family add myvae --traces measurements/traced/myvae.csv\n  \
+vramfit reserve myvae decode 1024x1024 --dtype bf16 --root .\n\n\
+Exit codes: 0 registered, 2 usage or input error (nothing is written).")]
+    Family {
+        #[command(subcommand)]
+        action: FamilyAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum FamilyAction {
+    /// Add NAME to fits/policy.toml from its traces, copy them to measurements/traced/NAME.csv, and emit.
+    Add(FamilyAddArgs),
+}
+
+#[derive(Args, Debug)]
+pub(super) struct FamilyAddArgs {
+    /// The family's name (what `reserve` and the traces' `vae` column call it).
+    pub(super) name: String,
+    /// The traced rows (`python3 -m harness trace --config FILE --family NAME`).
+    #[arg(long, value_name = "FILE")]
+    pub(super) traces: PathBuf,
+    /// The architecture class, where the traced one is not what you mean (kl-2d, causal-3d).
+    #[arg(long, value_parser = ["kl-2d", "causal-3d"])]
+    pub(super) class: Option<String>,
+    /// Seconds to wait for another writer of the same data (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(super) wait: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -437,13 +467,14 @@ pub(super) fn formats_of(command: &str) -> Option<&'static [Format]> {
         "plot" => <crate::plot::PlotReport as Report>::FORMATS,
         "report" => <crate::evidence::BundleReport as Report>::FORMATS,
         "points" => <crate::points::summary::PointList as Report>::FORMATS,
+        "family" => <crate::family::FamilyAddReport as Report>::FORMATS,
         _ => return None,
     })
 }
 
 /// The subcommands that print a result in a choice of formats, in help order.
 const FORMATTED: &[&str] =
-    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points"];
+    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points", "family"];
 
 pub(super) fn format_names(formats: &[Format]) -> Vec<String> {
     formats.iter().map(|f| f.as_str().to_string()).collect()
@@ -615,6 +646,7 @@ impl Command {
             Command::Schema { .. } => "schema",
             Command::Completions { .. } => "completions",
             Command::Man => "man",
+            Command::Family { .. } => "family",
         }
     }
 }

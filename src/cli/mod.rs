@@ -295,5 +295,11 @@ fn run_command(
             Ok(Found::Nothing)
         }
         Command::Points(a) => s.show(commands::points::run(&root, &point_filter(a))?),
+        Command::Family { action: args::FamilyAction::Add(a) } => {
+            let class =
+                a.class.as_deref().and_then(|c| crate::registry::ArchClass::ALL.into_iter().find(|k| k.as_str() == c));
+            let wait = std::time::Duration::from_secs(a.wait);
+            s.show(commands::family::add(&root, &a.name, &a.traces, class, wait)?)
+        }
     }
 }

@@ -67,9 +67,12 @@ pub struct TracedEntry {
     pub margin: Decimal,
     /// The figures it was set from.
     pub reason: Said,
+    /// Present: the legacy value no longer floors a traced price, and this
+    /// is why (the leave-one-family-out figures of both on the same points).
+    pub lift_legacy_floor: Option<Said>,
 }
 
-pub use crate::vocab::ArchClass;
+pub use crate::registry::ArchClass;
 
 /// `min_sizes`: a line needs two sizes.
 pub type Int2 = Int<2, { u32::MAX as u64 }>;

@@ -100,6 +100,8 @@ pub struct Geometry {
 pub struct TracedMargin {
     pub margin: Ratio,
     pub reason: String,
+    /// Why the legacy value no longer floors a traced price (None: it does).
+    pub lift_legacy_floor: Option<String>,
 }
 
 /// A problem verify reports as a finding and fit/emit treat as an error.

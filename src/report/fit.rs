@@ -213,3 +213,29 @@ impl Report for EmitReport {
         Some(s)
     }
 }
+
+impl Report for crate::family::FamilyAddReport {
+    fn table(&self) -> String {
+        let f = &self.facts;
+        let mut s = format!(
+            "registered {} (class {}{}{}{}) from {} traced row(s){}\n",
+            self.family,
+            f.class,
+            f.params.map(|p| format!(", {p} weights")).unwrap_or_default(),
+            f.attention.map(|(h, d)| format!(", mid-block attention {h}x{d}")).unwrap_or_default(),
+            f.video
+                .as_ref()
+                .map(|v| format!(", video {}x/{}x, {} walk", f.spatial, v.temporal, v.walk.as_str()))
+                .unwrap_or_default(),
+            self.rows,
+            self.config_source.as_deref().map(|c| format!(" of {c}")).unwrap_or_default(),
+        );
+        s.push_str(&format!("{}: the traces\n{}: [vae.{}] added\n", self.traces, self.policy, self.family));
+        s.push_str(&self.emit.table());
+        s.push_str(&format!(
+            "priced by the traced rule until its points are measured: vramfit reserve {} decode 1024x1024 --dtype bf16 --root .\n",
+            self.family
+        ));
+        s
+    }
+}

@@ -84,6 +84,9 @@ impl Report for ReserveReport {
         if let Some(v) = &p.video {
             video_rows(p, v, &mut rows);
         }
+        if let Some(t) = &p.traced {
+            traced_rows(p, t, &mut rows);
+        }
         if let Some(l) = p.legacy_bytes {
             rows.push(("legacy", format!("{} B", thousands(l))));
         }
@@ -202,4 +205,42 @@ impl Report for crate::plan::MaxTileReport {
         }
         s
     }
+}
+
+/// The traced rule's terms: the shape, the calibration, what it offered.
+fn traced_rows(p: &crate::pricing::Price, t: &crate::pricing::TracedTerms, rows: &mut Vec<(&str, String)>) {
+    let unit = match t.unit {
+        crate::contract::traced::ShapeUnit::Pixels => "px",
+        crate::contract::traced::ShapeUnit::WorkingSet => "px (working set)",
+    };
+    rows.push((
+        "traced",
+        format!(
+            "{} B at {} {unit}: shape {} = {} B/px × x + {} B{}",
+            thousands(t.traced_bytes),
+            thousands(t.at),
+            t.shape,
+            t.shape_slope,
+            t.shape_base,
+            if t.extrapolated { " (extrapolated)" } else { "" }
+        ),
+    ));
+    rows.push((
+        "calibration",
+        format!(
+            "{}: {} × traced + {} MiB (margin {}; {} point(s) of {})",
+            t.calibration,
+            t.slope,
+            t.base_mib,
+            t.margin,
+            t.points,
+            t.families.join(", ")
+        ),
+    ));
+    let which = if p.rule == Rule::Traced { "sets the price" } else { "consulted" };
+    let copies = match t.tile_copies_bytes {
+        0 => String::new(),
+        c => format!(" (one tile of the untiled shape, plus {} B of the host's output copies)", thousands(c)),
+    };
+    rows.push(("traced price", format!("{} B{copies}: {which}", thousands(t.bytes))));
 }

@@ -200,6 +200,7 @@ pub(super) fn floor(cx: &mut PricingCtx) {
     let families: Vec<Text> =
         cx.shipped.registry.iter().filter(|(_, e)| e.video.is_none()).map(|(f, _)| Text::from(f.as_str())).collect();
     let pricer = cx.pricer;
+    let lifted = cx.shipped.traced.as_ref().is_some_and(|t| t.lifts_legacy_floor.is_some());
     for family in &families {
         for op in Op::ALL {
             for tile in &tiles {
@@ -263,6 +264,9 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     {
                                         false
                                     }
+                                    // A traced price the file lifts above the legacy floor
+                                    // (`traced.lifts_legacy_floor`) stands on its own.
+                                    Ok(p) if p.rule == Rule::Traced && lifted => false,
                                     Ok(p) => p.bytes < l,
                                     Err(_) => true,
                                 };

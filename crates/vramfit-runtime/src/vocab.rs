@@ -302,36 +302,3 @@ mod tests {
         }
     }
 }
-
-/// An architecture class: what a trace's bytes scale by. The measured
-/// ratios of demand to traced bytes differ by class (docs/traced.md), so
-/// each class is calibrated on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ArchClass {
-    /// 2-D AutoencoderKL-style: one image at a time, 2-D convolutions and a
-    /// mid-block attention (SD, FLUX.1, FLUX.2, SD3, CogView4).
-    #[serde(rename = "kl-2d")]
-    Kl2d,
-    /// 3-D causal: a frame axis with causal convolutions and feature caches
-    /// (Qwen-Image, Wan, HunyuanVideo, CogVideoX, Mochi, LTX).
-    #[serde(rename = "causal-3d")]
-    Causal3d,
-}
-
-impl ArchClass {
-    pub const ALL: [ArchClass; 2] = [ArchClass::Kl2d, ArchClass::Causal3d];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ArchClass::Kl2d => "kl-2d",
-            ArchClass::Causal3d => "causal-3d",
-        }
-    }
-}
-
-impl fmt::Display for ArchClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}

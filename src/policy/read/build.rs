@@ -89,7 +89,11 @@ impl Place<'_> {
                 if !bounded(t.margin.0, 10) {
                     bail!(self.err(&span, "traced", "margin: at most 6 decimal places and at most 10"));
                 }
-                Some(TracedMargin { margin: t.margin.0, reason: t.reason.0 })
+                Some(TracedMargin {
+                    margin: t.margin.0,
+                    reason: t.reason.0,
+                    lift_legacy_floor: t.lift_legacy_floor.map(|s| s.0),
+                })
             }
         };
         Ok(Policy {

@@ -11,7 +11,8 @@
 //! measured points of one architecture class on one platform.
 
 use crate::exact::{Overflow, Ratio};
-use crate::vocab::{Allocator, ArchClass, ConvBackend, Dtype, Op, Os};
+use crate::registry::ArchClass;
+use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
 
 /// The `traced` section of the shipped file.
@@ -24,6 +25,10 @@ pub struct TracedSection {
     pub reason: String,
     /// How a runtime prices by the traced rule, in words.
     pub formula: String,
+    /// Present: the legacy value does not floor a traced price, and why
+    /// (from the policy; absent: it floors it like any guess).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifts_legacy_floor: Option<String>,
     /// SHA-256 over the traced rows the shapes were made from
     /// (`file:line\tvae\top\tdtype\ttile\ttemporal_tile\twidth\theight\tframes\tbatch\ttraced_bytes\n`, sorted).
     pub traces_digest: String,
@@ -81,7 +86,11 @@ impl TracedShape {
 
     /// Whether it prices this query's key: same family, op, dtype and tiles.
     pub fn prices(&self, vae: &str, op: Op, dtype: Dtype, tile: u32, temporal_tile: Option<u32>) -> bool {
-        self.vae == vae && self.op == op && self.dtype == dtype && self.tile == tile && self.temporal_tile == temporal_tile
+        self.vae == vae
+            && self.op == op
+            && self.dtype == dtype
+            && self.tile == tile
+            && self.temporal_tile == temporal_tile
     }
 }
 
@@ -131,8 +140,9 @@ impl Calibration {
 /// How a runtime prices by the traced rule, in words (shipped as `formula`).
 pub const TRACED_FORMULA: &str = "a family with no measured line on the query's platform: traced = the family's \
     shape (op, dtype, tile; temporal tile for video) at the query's pixels or working set, max(0, ceil(slope × x + \
-    base)); reserve = ceil(slope_centi × traced / 100) + base_mib × 1048576 under its class's calibration on the \
-    query's platform (backend, allocator, and its OS or none) for the op and tile (a tile with no calibration of \
-    its own: the untiled one), in the query's dtype, else the highest of its other dtypes; plus a video run's clip \
-    bytes and cast growth. A floor under the unmeasured rule's guess: never below a line of the same family, and \
-    a host's estimate or the legacy value stays a floor under it";
+    base)); reserve = ceil(slope_centi × traced / 100) + base_mib × 1048576 under its class's calibration for the op \
+    and tile (a tile the class has no calibration at: the untiled one) on the query's platform (backend, allocator, \
+    and its OS or none) in the query's dtype, else the highest of this platform's other dtypes and every platform's \
+    in the query's dtype, else the highest of the class's; plus a video run's clip bytes and cast growth. A floor under the unmeasured rule's guess: \
+    never below a line of the same family; a host's estimate stays a floor under it, and so does the legacy value \
+    unless `lifts_legacy_floor` says why not";

@@ -319,7 +319,7 @@ pub struct TracedTerms {
     pub unit: crate::contract::traced::ShapeUnit,
     /// The family's traced bytes there.
     pub traced_bytes: u64,
-    /// The calibration's price of them, bytes (before clip bytes and cast growth).
+    /// The calibration's price of them (plus `tile_copies_bytes`), bytes, before clip bytes and cast growth.
     pub bytes: u64,
     /// Whether `at` lies outside the traced range.
     pub extrapolated: bool,
@@ -341,6 +341,10 @@ pub struct TracedTerms {
     pub families: Vec<String>,
     /// The measured points it was calibrated on.
     pub points: usize,
+    /// A tile with no traced shape of its own: the host's output copies
+    /// added to the untiled shape's price at one tile (`at`), bytes (0
+    /// otherwise; included in `bytes`).
+    pub tile_copies_bytes: u64,
     /// The traced margin it carries, exact decimal.
     pub margin: String,
 }

@@ -68,7 +68,8 @@ pub struct Coefficients {
     /// tile and every traced image shape's (the monotone composition's
     /// spatial corners).
     pub(super) corner_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
-    /// The temporal tiles (above 0) with a line of each video (family, op), sorted.
+    /// The temporal tiles (above 0) with a line or a traced shape of each
+    /// video (family, op), sorted: the monotone composition's temporal corners.
     pub(super) line_temporal_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
 }
 
@@ -117,8 +118,13 @@ impl Coefficients {
         // A traced shape's tile ends the traced rule's domain as a line's
         // tile ends a line's: the monotone composition's spatial corners.
         let mut corner_tiles = line_tiles.clone();
-        for s in file.traced.iter().flat_map(|t| &t.shapes).filter(|s| s.tile > 0 && s.temporal_tile.is_none()) {
-            corner_tiles.entry((crate::text::Text::from(s.vae.as_str()), s.op)).or_default().push(s.tile);
+        for s in file.traced.iter().flat_map(|t| &t.shapes) {
+            let family = || (crate::text::Text::from(s.vae.as_str()), s.op);
+            match s.temporal_tile {
+                None if s.tile > 0 => corner_tiles.entry(family()).or_default().push(s.tile),
+                Some(t @ 1..) => line_temporal_tiles.entry(family()).or_default().push(t),
+                _ => {}
+            }
         }
         for tiles in line_tiles.values_mut().chain(line_temporal_tiles.values_mut()).chain(corner_tiles.values_mut()) {
             tiles.sort_unstable();

@@ -116,16 +116,8 @@ pub(super) trait Step: Sync {
 }
 
 /// Every pricing step, in order.
-pub(super) const STEPS: [&dyn Step; 8] = [
-    &OwnLine,
-    &DerivedTile,
-    &UnmeasuredRule,
-    &TracedRule,
-    &HostEstimate,
-    &LegacyFloor,
-    &MeasuredCap,
-    &AttentionPhase,
-];
+pub(super) const STEPS: [&dyn Step; 8] =
+    [&OwnLine, &DerivedTile, &UnmeasuredRule, &TracedRule, &HostEstimate, &LegacyFloor, &MeasuredCap, &AttentionPhase];
 
 /// The answer the steps give one query, in order, each offer meeting the
 /// answer so far by its step's effect.
@@ -294,7 +286,8 @@ impl Step for TracedRule {
         ask: &mut Ask<'a>,
         _: Option<&Candidate<'a>>,
     ) -> Result<Option<Candidate<'a>>> {
-        ask.traced = c.traced_on(ask.key(), ask.at)?;
+        let tile_on = ask.tile_on.as_ref().map(|t| (t.tile_pixels, t.copies_bytes));
+        ask.traced = c.traced_on(ask.key(), ask.at, tile_on)?;
         let Some(t) = &ask.traced else { return Ok(None) };
         let bytes = add(add(t.bytes, ask.clip)?, ask.growth)?;
         Ok(Some(Candidate { rule: Rule::Traced, basis: Basis::Guess, line: None, derived: false, bytes }))
@@ -379,6 +372,11 @@ impl Step for LegacyFloor {
             bail!(crate::words::NO_IMAGE_PRICE.fill(&at));
         }
         ask.legacy = legacy;
+        // A traced price the policy lifts above the legacy floor keeps its own.
+        let lifted = c.file.traced.as_ref().is_some_and(|t| t.lifts_legacy_floor.is_some());
+        if lifted && so_far.is_some_and(|s| s.rule == Rule::Traced) {
+            return Ok(None);
+        }
         // The previous estimator's figure stands as it is (it has no cast
         // growth of its own); the guess under it keeps its line.
         Ok(legacy.map(|bytes| Candidate {

@@ -16,7 +16,11 @@ pub(super) struct TracedOn<'a> {
     /// Where the shape was evaluated: pixels, or a video run's working set.
     pub at: u64,
     pub traced: u64,
-    /// The calibration's price of the traced bytes (no clip, no growth).
+    /// A tile with no shape of its own: the host's output copies added to
+    /// the untiled shape's price at one tile (0 otherwise).
+    pub copies: u64,
+    /// The calibration's price of the traced bytes, plus `copies` (no clip,
+    /// no growth).
     pub bytes: u64,
 }
 
@@ -46,6 +50,7 @@ impl TracedOn<'_> {
             base_mib: c.base_mib,
             families: c.families.clone(),
             points: c.points,
+            tile_copies_bytes: self.copies,
             margin,
         }
     }
@@ -61,36 +66,53 @@ fn tiles_text(tile: u32, temporal_tile: Option<u32>) -> String {
 impl Coefficients {
     /// The traced rule for `key` at `at` (pixels, or a video working set):
     /// the family's shape for the key's op, dtype and tiles, and its class's
-    /// calibration on the key's platform for the op and tile (a tile with
-    /// none of its own: the untiled one), in the key's dtype, else the
-    /// highest-pricing of its other dtypes. None: no shape, no class or no
-    /// calibration.
-    pub(super) fn traced_on(&self, key: &LineKey, at: u64) -> Result<Option<TracedOn<'_>>> {
+    /// calibration for the op and tile (a tile with none of its own: the
+    /// untiled one) on the key's platform in the key's dtype; where there is
+    /// none, the highest-pricing of this platform's other dtypes and every
+    /// platform's in this dtype (the unmeasured rule's candidates); where
+    /// there is none of those either, the highest of the class's. None: no
+    /// shape, no class or no calibration of the class for the op.
+    ///
+    /// A tile with no shape of its own (`tile_on`: one tile's pixels and
+    /// the host's output copies) is the untiled shape at one tile plus the
+    /// copies, as the derived tile rule prices a line.
+    pub(super) fn traced_on(
+        &self,
+        key: &LineKey,
+        at: u64,
+        tile_on: Option<(u64, u64)>,
+    ) -> Result<Option<TracedOn<'_>>> {
         let Some(section) = self.file.traced.as_ref() else { return Ok(None) };
         let Some(class) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.class) else { return Ok(None) };
-        let Some(shape) =
-            section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, key.tile, key.temporal_tile))
-        else {
-            return Ok(None);
+        let find = |tile: u32| {
+            section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile))
+        };
+        let (shape, at, copies) = match (find(key.tile), tile_on) {
+            (Some(s), _) => (s, at, 0),
+            (None, Some((tile_pixels, copies))) if key.tile != 0 => match find(0) {
+                Some(s) => (s, tile_pixels, copies),
+                None => return Ok(None),
+            },
+            (None, _) => return Ok(None),
         };
         let Some(traced) = shape.at(at) else {
             return Err(super::too_large(crate::words::RESERVATION_TOO_LARGE.text));
         };
-        let on_platform = |tile: u32| {
-            section
-                .calibrations
-                .iter()
-                .filter(move |c| {
-                    c.class == class && c.op == key.op && c.tile == tile && c.holds_on(key.conv_backend, key.allocator, key.os)
-                })
-                .collect::<Vec<_>>()
+        let of_class = |tile: u32| {
+            section.calibrations.iter().filter(move |c| c.class == class && c.op == key.op && c.tile == tile)
         };
-        let mut found = on_platform(key.tile);
-        if found.is_empty() && key.tile != 0 {
-            found = on_platform(0);
+        // The query's tile where the class has a calibration at it, else untiled.
+        let tile = if of_class(key.tile).next().is_some() { key.tile } else { 0 };
+        let here = |c: &&Calibration| c.holds_on(key.conv_backend, key.allocator, key.os);
+        let mut found: Vec<&Calibration> = of_class(tile).filter(|c| here(c) && c.dtype == key.dtype).collect();
+        if found.is_empty() {
+            // As the unmeasured rule: this platform's other dtypes, and
+            // every platform's calibration in this dtype.
+            found = of_class(tile).filter(|c| here(c) || c.dtype == key.dtype).collect();
         }
-        if found.iter().any(|c| c.dtype == key.dtype) {
-            found.retain(|c| c.dtype == key.dtype);
+        if found.is_empty() {
+            // Nothing here nor in this dtype: every calibration of the class.
+            found = of_class(tile).collect();
         }
         // The highest price; a tie keeps the first in the file's order.
         let mut best: Option<(&Calibration, u64)> = None;
@@ -100,6 +122,8 @@ impl Coefficients {
                 best = Some((c, bytes));
             }
         }
-        Ok(best.map(|(calibration, bytes)| TracedOn { shape, calibration, at, traced, bytes }))
+        let Some((calibration, bytes)) = best else { return Ok(None) };
+        let bytes = bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
+        Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes }))
     }
 }

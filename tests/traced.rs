@@ -1,0 +1,308 @@
+//! The traced rule end to end (docs/traced.md): a family nobody measured is
+//! priced from its own trace by its class's calibration; `family add`
+//! registers one from its traces alone; `verify` proves every traced byte
+//! of the shipped file.
+
+use crate::common::{json_of, snapshot, vramfit};
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+
+const HEAD: &str =
+    "family,vae,op,dtype,tile,temporal_tile,width,height,frames,batch,traced_bytes,config_source,facts\n";
+const SIDES: [u64; 3] = [512, 1024, 2048];
+
+/// Traced rows of `family`: `per_pixel` bytes a pixel plus `fixed`, at three sizes.
+fn traces(family: &str, per_pixel: u64, fixed: u64, facts: &str) -> String {
+    let mut t = HEAD.to_string();
+    for side in SIDES {
+        let bytes = per_pixel * side * side + fixed;
+        t.push_str(&format!(
+            "{family},{family},decode,fp16,0,0,{side},{side},1,1,{bytes},\"a config, here\",{facts}\n"
+        ));
+    }
+    t
+}
+
+/// A root of two measured kl-2d families (SD at 2× its trace, FLUX.1 at 3×)
+/// and a traced margin of 0.5 (which their bands need), emitted.
+fn measured_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("fits")).unwrap();
+    fs::create_dir_all(root.join("measurements/traced")).unwrap();
+    fs::write(
+        root.join("fits/policy.toml"),
+        "[vae.sd]\nclass = \"kl-2d\"\nmodels = [\"sdxl\"]\n\n[vae.flux1]\nclass = \"kl-2d\"\n\n\
+         [traced]\nmargin = \"0.5\"\nreason = \"a test\"\n",
+    )
+    .unwrap();
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    for (family, per_pixel, times) in [("sd", 1000u64, 2u64), ("flux1", 2000, 3)] {
+        fs::write(
+            root.join(format!("measurements/traced/{family}.csv")),
+            traces(family, per_pixel, 0, "class=kl-2d;spatial=8"),
+        )
+        .unwrap();
+        for side in SIDES {
+            csv.push_str(&format!(
+                "{family}-{side},test,cudnn,native,linux,{family},decode,0,fp16,{side},{side},1,{}\n",
+                times * per_pixel * side * side
+            ));
+        }
+    }
+    fs::write(root.join("points.csv"), csv).unwrap();
+    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
+    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    dir
+}
+
+fn reserve(root: &Path, family: &str, side: u64, backend: &str) -> Value {
+    let out = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "reserve", family, "decode", &format!("{side}x{side}")])
+        .args(["--dtype", "fp16", "--backend", backend, "--allocator", "native", "--os", "linux"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    json_of(&out)
+}
+
+/// `ceil(slope_centi × traced / 100) + base_mib × 2^20`, from an answer's own terms.
+fn calibrated(t: &Value) -> u64 {
+    let slope: f64 = t["slope"].as_str().unwrap().parse().unwrap();
+    let centi = (slope * 100.0).round() as u128;
+    let traced = u128::from(t["traced_bytes"].as_u64().unwrap());
+    let per = (centi * traced).div_ceil(100);
+    u64::try_from(per).unwrap() + t["base_mib"].as_u64().unwrap() * 1_048_576
+}
+
+fn add(root: &Path, name: &str, file: &Path) -> std::process::Output {
+    vramfit().arg("--root").arg(root).args(["family", "add", name, "--traces"]).arg(file).output().unwrap()
+}
+
+#[test]
+fn two_configs_added_from_their_traces_price_in_their_traces_ratio() {
+    let dir = measured_root();
+    let root = dir.path();
+    // Two AutoencoderKL-style configs: the wide one's trace is twice the
+    // narrow one's at every size.
+    let made = tempfile::tempdir().unwrap();
+    let facts = "class=kl-2d;latent_channels=4;spatial=8;params=1000;attention=1x256";
+    for (name, per_pixel) in [("narrow", 700u64), ("wide", 1400)] {
+        let file = made.path().join(format!("{name}.csv"));
+        fs::write(&file, traces(name, per_pixel, 0, facts)).unwrap();
+        let out = add(root, name, &file);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(root.join(format!("measurements/traced/{name}.csv")).exists());
+    }
+    let policy = fs::read_to_string(root.join("fits/policy.toml")).unwrap();
+    assert!(policy.contains("[vae.wide]\nclass = \"kl-2d\"\nmodels = []\nparams = 1000\n"), "{policy}");
+    for side in [768u64, 1024, 1536] {
+        let (n, w) = (reserve(root, "narrow", side, "cudnn"), reserve(root, "wide", side, "cudnn"));
+        for a in [&n, &w] {
+            assert_eq!(a["rule"], "traced", "{a}");
+            assert_eq!(a["traced"]["calibration"], "kl-2d/decode/0/cudnn/native/any/fp16");
+            assert_eq!(a["traced"]["families"], serde_json::json!(["flux1", "sd"]));
+            assert_eq!(a["bytes"].as_u64().unwrap(), calibrated(&a["traced"]), "{a}");
+        }
+        let (tn, tw) = (n["traced"]["traced_bytes"].as_u64().unwrap(), w["traced"]["traced_bytes"].as_u64().unwrap());
+        assert_eq!((tn, tw), (700 * side * side, 1400 * side * side));
+        // The calibration is FLUX.1's 3× (× 1.5) with no base: the prices' ratio is the traces'.
+        assert_eq!(n["traced"]["base_mib"], 0);
+        assert_eq!(w["bytes"].as_u64().unwrap(), 2 * n["bytes"].as_u64().unwrap());
+    }
+    // The answer says where it came from.
+    let text = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["reserve", "wide", "decode", "1024x1024", "--dtype", "fp16", "--backend", "cudnn"])
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&text.stdout);
+    assert!(words.contains("traced rule") && words.contains("class kl-2d's calibration on flux1, sd"), "{words}");
+    assert!(words.contains("nothing has been measured for the wide VAE"), "{words}");
+    // verify proves the new traced lines from the traces, the points and the policy.
+    vramfit().arg("--root").arg(root).arg("verify").assert().code(0);
+}
+
+#[test]
+fn a_traced_price_never_undercuts_a_measured_line_of_the_family_and_needs_a_calibration() {
+    let dir = measured_root();
+    let root = dir.path();
+    // A measured family's own platform: its line, the trace not consulted.
+    let own = reserve(root, "sd", 1024, "cudnn");
+    assert_eq!(own["rule"], "fitted-line");
+    assert!(own.get("traced").is_none());
+    // On MIOpen nothing is measured: the unmeasured rule offers SD's cuDNN
+    // line, and the class's cuDNN calibration (borrowed, the only one in
+    // fp16) raises it; the answer is never below that line.
+    let rocm = reserve(root, "sd", 1024, "miopen");
+    assert!(rocm["bytes"].as_u64().unwrap() >= own["bytes"].as_u64().unwrap(), "{rocm}");
+    assert_eq!(rocm["traced"]["calibration"], "kl-2d/decode/0/cudnn/native/any/fp16", "{rocm}");
+    // A class nobody measured has no calibration: a causal-3d family with
+    // traces alone has no traced price (and here nothing else prices it).
+    let made = tempfile::tempdir().unwrap();
+    let file = made.path().join("c3.csv");
+    fs::write(&file, traces("c3", 500, 0, "class=causal-3d;spatial=8")).unwrap();
+    let out = add(root, "c3", &file);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "reserve", "c3", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no legacy value"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn verify_proves_every_traced_byte() {
+    let dir = measured_root();
+    let root = dir.path();
+    let path = root.join("fits/vae.json");
+    let shipped: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(shipped["traced"]["calibrations"][0]["families"], serde_json::json!(["flux1", "sd"]));
+    for (field, value) in [
+        ("/traced/calibrations/0/slope", Value::from("9.99")),
+        ("/traced/calibrations/0/base_mib", Value::from(7)),
+        ("/traced/shapes/0/slope", Value::from("1/1")),
+        ("/traced/margin", Value::from("0.75")),
+    ] {
+        let mut tampered = shipped.clone();
+        *tampered.pointer_mut(field).unwrap() = value;
+        fs::write(&path, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+        let out = vramfit().arg("--root").arg(root).args(["--format", "json", "verify"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{field}: {}", String::from_utf8_lossy(&out.stdout));
+        let j = json_of(&out);
+        let paths: Vec<String> =
+            j["findings"].as_array().unwrap().iter().filter_map(|f| f["path"].as_str().map(String::from)).collect();
+        assert!(paths.iter().any(|p| p.starts_with("traced")), "{field}: {paths:?}");
+    }
+    // A traced row changed under the shipped file is caught too (its digest and its shape).
+    fs::write(&path, serde_json::to_vec_pretty(&shipped).unwrap()).unwrap();
+    vramfit().arg("--root").arg(root).arg("verify").assert().code(0);
+    let csv = root.join("measurements/traced/sd.csv");
+    let text = fs::read_to_string(&csv).unwrap().replace(",262144000,", ",262144001,");
+    fs::write(&csv, text).unwrap();
+    vramfit().arg("--root").arg(root).arg("verify").assert().code(1);
+}
+
+#[test]
+fn a_refused_family_add_writes_nothing() {
+    let dir = measured_root();
+    let root = dir.path();
+    let made = tempfile::tempdir().unwrap();
+    let before = snapshot(root);
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("sd", traces("sd", 1, 0, "class=kl-2d;spatial=8"), "registered already"),
+        ("sdxl", traces("sdxl", 1, 0, "class=kl-2d;spatial=8"), "a model name of family 'sd'"),
+        ("mine", traces("other", 1, 0, "class=kl-2d;spatial=8"), "vae: the row prices 'other', not 'mine'"),
+        ("mine", traces("mine", 1, 0, "class=kl-3d;spatial=8"), "facts: class: 'kl-3d'"),
+        ("mine", traces("mine", 1, 0, "").replace(",facts\n", "\n").replace(",\n", "\n"), "no 'facts' column"),
+        ("bad name", traces("bad name", 1, 0, "class=kl-2d;spatial=8"), "letters, digits"),
+    ];
+    for (name, text, words) in cases {
+        let file = made.path().join("t.csv");
+        fs::write(&file, text).unwrap();
+        let out = add(root, name, &file);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(words), "{name}: {err}");
+        assert_eq!(snapshot(root), before, "{name}: a refused add wrote something");
+    }
+}
+
+/// Every answer on CUDA for a registered family: its rule, and whether the
+/// traced rule was consulted (its terms shown).
+fn shipped_answer(args: &[&str]) -> Value {
+    let out = vramfit()
+        .arg("--root")
+        .arg(crate::common::repo())
+        .args(["--format", "json", "reserve"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    json_of(&out)
+}
+
+#[test]
+fn no_image_family_answers_by_the_legacy_floor_alone_on_cuda() {
+    let file: Value = serde_json::from_slice(&fs::read(crate::common::repo().join("fits/vae.json")).unwrap()).unwrap();
+    let registry = file["registry"].as_object().unwrap();
+    let mut asked = 0;
+    for (family, entry) in registry.iter().filter(|(_, e)| e.get("video").is_none()) {
+        for op in ["decode", "encode"] {
+            for dtype in ["fp16", "bf16", "fp32"] {
+                for allocator in ["native", "cudaMallocAsync", "expandable_segments"] {
+                    let a = shipped_answer(&[
+                        family,
+                        op,
+                        "1024x1024",
+                        "--dtype",
+                        dtype,
+                        "--backend",
+                        "cudnn",
+                        "--allocator",
+                        allocator,
+                        "--os",
+                        "linux",
+                    ]);
+                    asked += 1;
+                    let rule = a["rule"].as_str().unwrap();
+                    assert!(
+                        rule != "legacy-floor" || a.get("traced").is_some(),
+                        "{family} {op} {dtype} {allocator}: {a}"
+                    );
+                    if entry.get("class").is_some() && rule != "fitted-line" && rule != "carried-line" {
+                        assert!(
+                            a.get("traced").is_some(),
+                            "{family} {op} {dtype} {allocator}: no trace consulted: {a}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(asked >= 6 * 18, "{asked}");
+}
+
+#[test]
+fn every_video_family_answers_from_a_line_or_its_trace() {
+    let file: Value = serde_json::from_slice(&fs::read(crate::common::repo().join("fits/vae.json")).unwrap()).unwrap();
+    let registry = file["registry"].as_object().unwrap();
+    let videos: Vec<&String> = registry.iter().filter(|(_, e)| e.get("video").is_some()).map(|(f, _)| f).collect();
+    assert!(videos.len() >= 6, "{videos:?}");
+    for family in videos {
+        // The temporal tile its traced decode walks (a causal walk names none).
+        let shape = file["traced"]["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["vae"] == family.as_str() && s["op"] == "decode" && s["dtype"] == "bf16")
+            .unwrap_or_else(|| panic!("{family}: no traced decode"));
+        let tt = shape["temporal_tile"].as_u64().unwrap().to_string();
+        let walk = registry[family]["video"]["walk"].as_str().unwrap();
+        let mut args = vec![family.as_str(), "decode", "832x480", "--frames", "49", "--dtype", "bf16", "--os", "linux"];
+        if walk != "causal" {
+            args.extend(["--temporal-tile", tt.as_str()]);
+        }
+        let a = shipped_answer(&args);
+        let rule = a["rule"].as_str().unwrap();
+        let measured = matches!(rule, "fitted-line" | "carried-line");
+        assert!(measured || a.get("traced").is_some(), "{family}: {a}");
+        if rule == "traced" {
+            // The clip term rides on the calibrated trace.
+            let clip = a["video"]["clip_bytes"].as_u64().unwrap();
+            assert_eq!(a["bytes"].as_u64().unwrap(), a["traced"]["bytes"].as_u64().unwrap() + clip, "{family}: {a}");
+        }
+    }
+}
