@@ -84,9 +84,8 @@ impl Coefficients {
     ) -> Result<Option<TracedOn<'_>>> {
         let Some(section) = self.file.traced.as_ref() else { return Ok(None) };
         let Some(class) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.class) else { return Ok(None) };
-        let find = |tile: u32| {
-            section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile))
-        };
+        let find =
+            |tile: u32| section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile));
         let (shape, at, copies) = match (find(key.tile), tile_on) {
             (Some(s), _) => (s, at, 0),
             (None, Some((tile_pixels, copies))) if key.tile != 0 => match find(0) {
@@ -123,7 +122,8 @@ impl Coefficients {
             }
         }
         let Some((calibration, bytes)) = best else { return Ok(None) };
-        let bytes = bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
+        let bytes =
+            bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
         Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes }))
     }
 }
