@@ -108,13 +108,7 @@ pub struct PlotReport {
 pub fn of_root(root: &std::path::Path) -> Result<Vec<LinePlot>> {
     let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Compute)?;
     let lines = crate::lines::assemble(&inp.points, &inp.policy)?;
-    let file = crate::coefficients::build(
-        &lines,
-        &inp.policy,
-        crate::traced::section(&inp.traces, &inp.points, &inp.policy)?,
-        inp.points_digest(),
-        &inp.policy_digest,
-    );
+    let file = crate::coefficients::build_from(&lines, &inp)?;
     plots(&inp.points, &inp.policy, &lines, &file)
 }
 

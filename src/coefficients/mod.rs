@@ -16,6 +16,13 @@ use crate::exact::MIB;
 use crate::lines::{slope_text, Line, LineKind};
 use crate::policy::Policy;
 
+/// The file `emit` writes from a root's inputs and the lines assembled
+/// from them: the lines, the traced section, the digests.
+pub fn build_from(lines: &[Line], inputs: &crate::workspace::Inputs) -> anyhow::Result<CoefficientsFile> {
+    let traced = crate::traced::section(&inputs.traces, &inputs.points, &inputs.policy)?;
+    Ok(build(lines, &inputs.policy, traced, inputs.points_digest(), &inputs.policy_digest))
+}
+
 /// Builds the shipped file from assembled lines.
 pub fn build(
     lines: &[Line],

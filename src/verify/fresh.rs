@@ -44,13 +44,7 @@ pub fn fresh(root: &Path, purpose: Purpose) -> Result<Fresh> {
     let inp = Workspace::new(root).inputs_strict(digest)?;
     let groups = group(&inp.points, &inp.policy);
     let lines = assemble_groups(&groups, &inp.policy)?;
-    let file = coefficients::build(
-        &lines,
-        &inp.policy,
-        crate::traced::section(&inp.traces, &inp.points, &inp.policy)?,
-        inp.points_digest(),
-        &inp.policy_digest,
-    );
+    let file = coefficients::build_from(&lines, &inp)?;
     // The pricer owns the file (at 10^6 points a copy of its point ids
     // was 20 MB).
     let pricer = Coefficients::new(file, "the fresh fits/vae.json".into())?;

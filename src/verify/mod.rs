@@ -93,13 +93,7 @@ pub fn expected(inputs: &Inputs) -> Result<(Vec<Line>, CoefficientsFile)> {
 
 fn expected_from(inputs: &Inputs, groups: &Groups) -> Result<(Vec<Line>, CoefficientsFile)> {
     let fresh = assemble_groups(groups, &inputs.policy)?;
-    let file = crate::coefficients::build(
-        &fresh,
-        &inputs.policy,
-        crate::traced::section(&inputs.traces, &inputs.points, &inputs.policy)?,
-        inputs.points_digest(),
-        &inputs.policy_digest,
-    );
+    let file = crate::coefficients::build_from(&fresh, inputs)?;
     Ok((fresh, file))
 }
 
