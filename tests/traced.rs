@@ -306,3 +306,118 @@ fn every_video_family_answers_from_a_line_or_its_trace() {
         }
     }
 }
+
+/// A root where SD's decode line (measured 512²–1024², a 2 GiB base)
+/// grows more slowly than its trace (1500 B/px, no base), and its encode
+/// line (no base) faster than its trace (a 3 GiB traced base), emitted.
+fn past_range_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("fits")).unwrap();
+    fs::create_dir_all(root.join("measurements/traced")).unwrap();
+    fs::write(
+        root.join("fits/policy.toml"),
+        "[vae.sd]\nclass = \"kl-2d\"\n\n[traced]\nmargin = \"0.5\"\nreason = \"a test\"\n",
+    )
+    .unwrap();
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    let mut t = HEAD.to_string();
+    for (op, per_pixel, base, traced_per_pixel, traced_base) in
+        [("decode", 1000u64, 2u64 << 30, 1500u64, 0u64), ("encode", 2000, 0, 1000, 3 << 30)]
+    {
+        for side in [512u64, 1024, 2048, 4096] {
+            let bytes = traced_per_pixel * side * side + traced_base;
+            t.push_str(&format!("sd,sd,{op},fp16,0,0,{side},{side},1,1,{bytes},\"a config\",class=kl-2d;spatial=8\n"));
+        }
+        for side in [512u64, 768, 1024] {
+            let demand = per_pixel * side * side + base;
+            csv.push_str(&format!("sd-{op}-{side},test,cudnn,native,linux,sd,{op},0,fp16,{side},{side},1,{demand}\n"));
+        }
+    }
+    fs::write(root.join("measurements/traced/sd.csv"), t).unwrap();
+    fs::write(root.join("points.csv"), csv).unwrap();
+    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
+    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    dir
+}
+
+fn reserve_op(root: &Path, op: &str, side: u64) -> Value {
+    let out = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "reserve", "sd", op, &format!("{side}x{side}")])
+        .args(["--dtype", "fp16", "--backend", "cudnn", "--allocator", "native", "--os", "linux"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    json_of(&out)
+}
+
+/// The line's formula at `px`, from an answer's own slope and base.
+fn formula(a: &Value, px: u64) -> u64 {
+    let slope = a["slope"].as_str().unwrap().replace('.', "");
+    let centi: u128 = slope.parse().unwrap();
+    u64::try_from((centi * u128::from(px)).div_ceil(100)).unwrap() + a["base_mib"].as_u64().unwrap() * 1_048_576
+}
+
+#[test]
+fn a_line_past_its_measured_range_follows_a_trace_that_grows_faster() {
+    let dir = past_range_root();
+    let root = dir.path();
+    let end = 1024 * 1024;
+    // Inside the measured range: the formula, whatever the trace does.
+    for op in ["decode", "encode"] {
+        let a = reserve_op(root, op, 1024);
+        assert_eq!(a["rule"], "fitted-line", "{a}");
+        assert_eq!(a["bytes"].as_u64().unwrap(), formula(&a, end), "{op}");
+        assert!(a.get("follows_trace").is_none(), "{a}");
+    }
+    // Past it, the decode's trace grows 4× from 1024² to 2048² (no traced
+    // base), faster than a line with a 2 GiB base: the line's price at its
+    // end, 4×.
+    let a = reserve_op(root, "decode", 2048);
+    let at_end = formula(&a, end);
+    assert_eq!(a["bytes"].as_u64().unwrap(), 4 * at_end, "{a}");
+    assert!(a["bytes"].as_u64().unwrap() > formula(&a, 4 * end), "the trace must set it here: {a}");
+    let f = &a["follows_trace"];
+    assert_eq!(f["measured_to"], end);
+    assert_eq!(f["line_bytes_at_end"], at_end);
+    assert_eq!(f["traced_at_end"], 1500 * end);
+    assert_eq!(f["traced_at"], 1500 * 4 * end);
+    assert_eq!(f["shape"], "sd/decode/0/fp16");
+    assert!(a["warnings"].to_string().contains("grows faster than the line"), "{a}");
+    // A trace that grows more slowly than the line leaves the formula.
+    let b = reserve_op(root, "encode", 2048);
+    assert_eq!(b["bytes"].as_u64().unwrap(), formula(&b, 4 * end), "{b}");
+    assert!(b.get("follows_trace").is_none(), "{b}");
+    // Monotone past the end: every larger size prices at least as high.
+    let mut last = 0;
+    for side in [1024u64, 1100, 1536, 2048, 3000, 4096] {
+        let bytes = reserve_op(root, "decode", side)["bytes"].as_u64().unwrap();
+        assert!(bytes >= last, "{side}: {bytes} < {last}");
+        last = bytes;
+    }
+    // verify restates the followed price from the file and passes; the
+    // Python package answers the same, field for field.
+    vramfit().arg("--root").arg(root).arg("verify").assert().code(0);
+    let file = root.join("fits/vae.json").display().to_string();
+    let asked = [("decode", 2048u64), ("decode", 3000), ("encode", 2048), ("decode", 1024)];
+    let queries: Vec<Value> = asked
+        .iter()
+        .map(|(op, side)| {
+            serde_json::json!({
+                "model": "sd", "op": op, "width": side, "height": side, "coefficients": file, "env": {},
+                "kw": {"dtype": "fp16", "backend": "cudnn", "allocator": "native", "os": "linux"},
+            })
+        })
+        .collect();
+    let answers = crate::python_package::python_answers(&Value::Array(queries));
+    for ((op, side), py) in asked.iter().zip(answers) {
+        let mut cli = reserve_op(root, op, *side);
+        let mut py = py["ok"].clone();
+        py.as_object_mut().unwrap().remove("coefficients");
+        cli.as_object_mut().unwrap().remove("coefficients");
+        assert_eq!(cli, py, "{op} {side}");
+    }
+}

@@ -283,6 +283,10 @@ class Reservation:
     #: ``extrapolated``, ``shape``, ``shape_slope``, ``shape_base``, ``size_range``, ``calibration``, ``slope``,
     #: ``base_mib``, ``families``, ``points``, ``margin``); None where it was not (docs/traced.md).
     traced: Optional[dict]
+    #: A measured line past its largest measured size where its family's trace grows faster: ``shape``,
+    #: ``measured_to``, ``line_bytes_at_end``, ``traced_at_end``, ``traced_at``, ``bytes`` (the line bytes); None
+    #: elsewhere (docs/traced.md, "Past the measured range").
+    follows_trace: Optional[dict]
     #: What a user should read (extrapolation, unmeasured keys, …).
     warnings: List[str]
     #: Which coefficients priced it.
@@ -323,6 +327,7 @@ class Reservation:
             "attention": dict(self.attention) if self.attention else None,
             **({"video": dict(self.video)} if self.video else {}),
             **({"traced": dict(self.traced)} if self.traced else {}),
+            **({"follows_trace": dict(self.follows_trace)} if self.follows_trace else {}),
             **({"lifted": dict(self.lifted)} if self.lifted else {}),
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
@@ -754,10 +759,67 @@ class Coefficients:
                 candidates.append(("any-os-line", any_key, c))
         best = None
         for rule, k, c in candidates:
-            b = c.at(pixels)
+            b = self._line_price(k, c, pixels)
             if best is None or b > best[3]:
                 best = (rule, k, c, b)
         return best
+
+    def _line_price(self, key, coef, at):
+        """What the measured line ``key`` prices at ``at``: its formula, or past its largest measured size the
+        formula's price there grown as the family's traced shape for the same key grows, where that is higher
+        (docs/traced.md, "Past the measured range")."""
+        own = coef.at(at)
+        past = self._past_range(key, coef, at)
+        return own if past is None else max(own, past["bytes"])
+
+    def _past_range(self, key, coef, at):
+        """The trace's growth past ``key``'s measured range where it prices above the line's formula (the
+        answer's ``follows_trace``), else None."""
+        if coef.size_range is None or self.traced is None or at <= coef.size_range[1]:
+            return None
+        end = coef.size_range[1]
+        shape = next((s for s in self.traced["shapes"] if (s["vae"], s["op"], s["dtype"], s["tile"],
+                      s.get("temporal_tile")) == (key.vae, key.op, key.dtype, key.tile, key.temporal_tile)), None)
+        if shape is None:
+            return None
+        slope, base = Fraction(shape["slope"]), Fraction(shape["base"])
+        traced_at_end = max(0, _ceil(slope * end + base))
+        traced_at = max(0, _ceil(slope * at + base))
+        if traced_at_end > _U64 or traced_at > _U64:
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+        if traced_at_end == 0:
+            return None
+        line_at_end = coef.at(end)
+        scaled = -(-(line_at_end * traced_at) // traced_at_end)
+        if scaled > _U64:
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
+        if scaled <= coef.at(at):
+            return None
+        tiles = str(shape["tile"]) if shape.get("temporal_tile") is None else "%df" % shape["temporal_tile"]
+        return {
+            "shape": "%s/%s/%s/%s" % (shape["vae"], shape["op"], tiles, shape["dtype"]),
+            "measured_to": end,
+            "line_bytes_at_end": line_at_end,
+            "traced_at_end": traced_at_end,
+            "traced_at": traced_at,
+            "bytes": scaled,
+        }
+
+    def _follows_trace(self, rule, priced_by, coef, at, line_bytes, warnings):
+        """The trace the pricing line followed past its measured range to set ``line_bytes`` (None where no line
+        set them, or its formula did); its warning is added to ``warnings``."""
+        if rule in ("traced", "video-estimate", "legacy-floor") or coef is None:
+            return None
+        past = self._past_range(priced_by, coef, at)
+        if past is None or past["bytes"] != line_bytes:
+            return None
+        unit = "px of working set" if priced_by.temporal_tile is not None else "px"
+        warnings.append(
+            "%d %s lies past %s's largest measured size (%d %s), where %s's trace grows faster than the line: the "
+            "line's %d B there grown as the trace grows (%d → %d traced B) is %d B"
+            % (at, unit, priced_by, past["measured_to"], unit, priced_by.vae, past["line_bytes_at_end"],
+               past["traced_at_end"], past["traced_at"], past["bytes"]))
+        return past
 
     def _traced_on(self, key, at, tile_on=None):
         """The traced rule for ``key`` at ``at`` (pixels, or a video working set): its terms, or None where the
@@ -955,7 +1017,7 @@ class Coefficients:
                                  and k.os in (key.os, "any"))
                 if k.dtype == key.dtype or same_platform:
                     platform_measured = platform_measured or (k.dtype == key.dtype and same_platform)
-                    b = c.at(working_set)
+                    b = self._line_price(k, c, working_set)
                     if best is None or b > best[2]:
                         best = (k, c, b)
             priced_by, coef, line_bytes = best if best is not None else (None, None, None)
@@ -1150,12 +1212,12 @@ class Coefficients:
                         yield k, c
             best = None
             for k, c in candidates(key.tile):
-                b = c.at(pixels)
+                b = self._line_price(k, c, pixels)
                 if best is None or b > best[0]:
                     best = (b, b, k, c, False)
             if tile_on is not None:
                 for k, c in candidates(0):
-                    b = c.at(tile_on[3])
+                    b = self._line_price(k, c, tile_on[3])
                     if best is None or b + tile_on[4] > best[0]:
                         best = (b + tile_on[4], b, k, c, True)
             # The traced rule raises the guess (or answers where nothing has); the legacy value floors both.
@@ -1229,6 +1291,7 @@ class Coefficients:
         warnings.extend(self._line_warnings(key, rule, priced_by, coef))
         attention = self._attention(key, width, height, key.tile, batch, growth, rule, total)
         final_rule, final = self._phase(key, attention, rule, total, warnings)
+        follows = self._follows_trace(rule, priced_by, coef, at, line_bytes, warnings)
         return self._reservation(
             final, coef,
             rule=final_rule,
@@ -1249,6 +1312,7 @@ class Coefficients:
             attention=attention,
             video=None,
             traced=traced,
+            follows_trace=follows,
             warnings=warnings,
         )
 
@@ -1408,6 +1472,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         warnings.extend(self._traced_warnings(key, traced))
     warnings.extend(self._line_warnings(key, rule, priced_by, coef))
     final_rule, final = self._phase(key, attention, rule, final, warnings)
+    follows = self._follows_trace(rule, priced_by, coef, at, line_bytes, warnings)
     return self._reservation(
         final, coef,
         rule=final_rule,
@@ -1428,6 +1493,7 @@ def _answer_video(self, key, width, height, frames, batch, tile, tile_priced, gr
         attention=attention,
         video=terms,
         traced=traced,
+        follows_trace=follows,
         warnings=warnings,
     )
 

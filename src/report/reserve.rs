@@ -58,6 +58,19 @@ impl Report for ReserveReport {
                     _ => "",
                 };
                 rows.push(("formula", format!("{slope} B/px × {} px{one_tile} + {base} MiB", thousands(at))));
+                if let Some(f) = &p.follows_trace {
+                    rows.push((
+                        "follows trace",
+                        format!(
+                            "past {} px measured: {} B there × {} / {} traced B ({})",
+                            thousands(f.measured_to),
+                            thousands(f.line_bytes_at_end),
+                            thousands(f.traced_at),
+                            thousands(f.traced_at_end),
+                            f.shape
+                        ),
+                    ));
+                }
                 if let Some(b) = p.line_bytes {
                     rows.push(("line price", format!("{} B", thousands(b))));
                 }

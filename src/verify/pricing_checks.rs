@@ -360,7 +360,7 @@ pub(super) fn expected_for(
     let price = |k: &LineKey| {
         let l = shipped.lines.iter().find(|l| &l.key == k)?;
         let rule = if l.kind == LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
-        Some((reserve_bytes(l.slope_centi().ok()?, l.base_mib, x).ok()?, rule))
+        Some((line_price(shipped, l, x)?, rule))
     };
     let own = price(key);
     let any = (key.os != Os::Any).then(|| price(&LineKey { os: Os::Any, ..key.clone() })).flatten();
@@ -370,6 +370,38 @@ pub(super) fn expected_for(
         (None, Some(a)) => Some((a.0, Rule::AnyOsLine)),
         (None, None) => None,
     }
+}
+
+/// What a shipped line prices at `x`, restated from the file alone: its
+/// formula; past its largest measured size, the formula's price there grown
+/// as the family's traced shape for the same key grows, where that is
+/// higher (docs/traced.md, "Past the measured range"). None: an overflow.
+pub(super) fn line_price(
+    shipped: &crate::coefficients::CoefficientsFile,
+    line: &crate::coefficients::ShippedLine,
+    x: u64,
+) -> Option<u64> {
+    let centi = line.slope_centi().ok()?;
+    let formula = reserve_bytes(centi, line.base_mib, x).ok()?;
+    let Some([_, end]) = line.size_range.filter(|[_, end]| x > *end) else { return Some(formula) };
+    let k = &line.key;
+    let shape = shipped.traced.as_ref().and_then(|t| {
+        t.shapes.iter().find(|s| {
+            s.vae == k.vae.as_str()
+                && s.op == k.op
+                && s.dtype == k.dtype
+                && s.tile == k.tile
+                && s.temporal_tile == k.temporal_tile
+        })
+    });
+    let Some(shape) = shape else { return Some(formula) };
+    let (at_end, at_x) = (shape.at(end)?, shape.at(x)?);
+    if at_end == 0 {
+        return Some(formula);
+    }
+    let grown =
+        (u128::from(reserve_bytes(centi, line.base_mib, end).ok()?) * u128::from(at_x)).div_ceil(u128::from(at_end));
+    Some(formula.max(u64::try_from(grown).ok()?))
 }
 
 pub(super) fn query_path(cx: &mut PricingCtx) {

@@ -6,7 +6,6 @@
 use super::{Code, Finding, PricingCtx, PRICING_CODE};
 use crate::coefficients::CoefficientsFile;
 use crate::exact::Ratio;
-use crate::fit::reserve_bytes;
 use crate::points::LineKey;
 use crate::policy::video::Run;
 use crate::pricing::platform::EnvSnapshot;
@@ -41,9 +40,7 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
     let grid = cx.inputs.policy.grid.clone();
     let mut out = Vec::new();
     for s in cx.shipped.lines.iter().filter(|s| s.key.temporal_tile.is_some()) {
-        let (Ok(centi), Some(facts)) =
-            (s.slope_centi(), cx.shipped.registry.get(s.key.vae.as_str()).and_then(|e| e.video.as_ref()))
-        else {
+        let Some(facts) = cx.shipped.registry.get(s.key.vae.as_str()).and_then(|e| e.video.as_ref()) else {
             continue;
         };
         let k = &s.key;
@@ -56,7 +53,7 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
                     let (Some(x), Some(clip)) = (r.working_set(facts), r.clip_bytes(copies(cx.shipped, k.op))) else {
                         continue;
                     };
-                    let Ok(line) = reserve_bytes(centi, s.base_mib, x) else { continue };
+                    let Some(line) = super::pricing_checks::line_price(cx.shipped, s, x) else { continue };
                     let expected = line.saturating_add(clip);
                     cx.pricings += 1;
                     let got = cx.pricer.quote(&query(k, *w, *h, frames, batch), &EnvSnapshot::default());

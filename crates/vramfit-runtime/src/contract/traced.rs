@@ -48,6 +48,16 @@ pub enum ShapeUnit {
     WorkingSet,
 }
 
+impl ShapeUnit {
+    /// The unit as an answer's warnings say it after a number.
+    pub fn words(self) -> &'static str {
+        match self {
+            ShapeUnit::Pixels => "px",
+            ShapeUnit::WorkingSet => "px of working set",
+        }
+    }
+}
+
 /// One family's traced bytes as a function of its line's coordinate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -276,6 +276,11 @@ pub struct Price {
     /// The traced rule's terms, where it was consulted (absent elsewhere).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traced: Option<TracedTerms>,
+    /// The pricing line's price past its largest measured size, grown as
+    /// its family's trace grows, where that set `line_bytes` (absent
+    /// elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows_trace: Option<FollowsTrace>,
     /// The smaller request whose higher price this one takes (rule
     /// `monotone-floor`; absent when the query's own rule set the price).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -308,6 +313,25 @@ pub struct VideoTerms {
     pub clip_bytes: u64,
     /// The largest applicable host estimate, where one was consulted.
     pub estimate: Option<EstimateTerm>,
+}
+
+/// A measured line past its largest measured size where its family's
+/// trace grows faster (docs/traced.md, "Past the measured range"):
+/// `bytes = ceil(line_bytes_at_end × traced_at / traced_at_end)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FollowsTrace {
+    /// The shape followed: `vae/op/tile/dtype`.
+    pub shape: String,
+    /// The line's largest measured size (pixels, or a video working set).
+    pub measured_to: u64,
+    /// The line's price there, bytes.
+    pub line_bytes_at_end: u64,
+    /// The shape's traced bytes there.
+    pub traced_at_end: u64,
+    /// The shape's traced bytes where the line is priced.
+    pub traced_at: u64,
+    /// The line's price here, bytes (above its formula's).
+    pub bytes: u64,
 }
 
 /// How the traced rule priced a query, or what it offered where it was

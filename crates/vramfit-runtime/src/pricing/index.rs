@@ -222,7 +222,7 @@ impl Coefficients {
         let unknown_os = unknown_os.map(|(k, c)| (Rule::AnyOsLine, k, c));
         let mut best: Option<(Rule, &LineKey, &LineCoef, u64)> = None;
         for (rule, k, c) in own.into_iter().chain(unknown_os) {
-            let b = c.at(pixels)?;
+            let b = self.line_price(k, c, pixels)?;
             if best.is_none_or(|(_, _, _, bb)| b > bb) {
                 best = Some((rule, k, c, b));
             }

@@ -16,8 +16,8 @@ mod traced;
 mod video;
 
 pub use answer::{
-    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, Lifted, Price, Pricer, Query, Quote, ReserveReport,
-    Resolved, Rule, Slope, TileTerms, TracedTerms, VideoTerms,
+    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, FollowsTrace, Lifted, Price, Pricer, Query, Quote,
+    ReserveReport, Resolved, Rule, Slope, TileTerms, TracedTerms, VideoTerms,
 };
 
 use crate::contract::{is_os_specific, LineKey};
@@ -213,6 +213,7 @@ impl Coefficients {
             tiled: None,
             attention: None,
             video: None,
+            follows_trace: None,
             traced: None,
             lifted: None,
             line: key,
@@ -367,6 +368,19 @@ impl<'a> Settled<'a> {
     }
 }
 
+impl Coefficients {
+    /// The trace a measured line followed past its measured range to set
+    /// this answer's line bytes (None where no line set them, or the
+    /// line's formula did).
+    fn follows_trace<'a>(&'a self, s: &Settled<'a>) -> Result<Option<traced::PastRange<'a>>> {
+        if matches!(s.line_rule(), Rule::Traced | Rule::VideoEstimate | Rule::LegacyFloor) {
+            return Ok(None);
+        }
+        let (Some((k, c, b)), at) = (s.price.line, s.line_at()) else { return Ok(None) };
+        Ok(self.past_range(k, c, at)?.filter(|p| p.bytes == b))
+    }
+}
+
 impl Pricer for Coefficients {
     fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
         let s = self.settle(q, env)?;
@@ -421,10 +435,7 @@ impl Pricer for Coefficients {
                 s.key(),
                 t.traced,
                 t.at,
-                match t.shape.unit {
-                    crate::contract::traced::ShapeUnit::Pixels => "px",
-                    crate::contract::traced::ShapeUnit::WorkingSet => "px of working set",
-                },
+                t.shape.unit.words(),
                 t.calibration.class,
                 t.calibration.families.join(", "),
                 t.calibration.slope,
@@ -484,6 +495,22 @@ impl Pricer for Coefficients {
                 s.key().conv_backend
             ));
         }
+        let follows = self.follows_trace(&s)?;
+        if let Some(f) = &follows {
+            warnings.push(format!(
+                "{at} {} lies past {}'s largest measured size ({} {}), where {}'s trace grows faster than the line: \
+                 the line's {} B there grown as the trace grows ({} → {} traced B) is {} B",
+                f.shape.unit.words(),
+                priced_by(),
+                f.end,
+                f.shape.unit.words(),
+                f.shape.vae,
+                f.line_at_end,
+                f.traced_at_end,
+                f.traced_at,
+                f.bytes
+            ));
+        }
         let lifted = s.lifted.as_ref().map(|l| monotone::lifted(&s, &l.0, &l.1));
         if let Some(l) = &lifted {
             warnings.push(monotone::lifted_warning(l));
@@ -506,6 +533,7 @@ impl Pricer for Coefficients {
             warnings,
             video: s.ask.video.as_ref().map(video::VideoOn::terms),
             traced: s.ask.traced.as_ref().map(|t| t.terms(self.traced_margin())),
+            follows_trace: follows.as_ref().map(traced::PastRange::terms),
             tiled: s.tiled().map(|t| t.terms(s.line_bytes().unwrap_or(0))),
             attention: s.ask.attention.as_ref().map(AttnOn::terms),
             lifted,

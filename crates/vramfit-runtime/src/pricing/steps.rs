@@ -240,7 +240,7 @@ impl Step for UnmeasuredRule {
         let mut best: Option<(u64, u64, &LineKey, &LineCoef, bool)> = None;
         let mut platform_measured = false;
         for (k, coef) in c.unmeasured_candidates(key) {
-            let b = coef.at(ask.at)?;
+            let b = c.line_price(k, coef, ask.at)?;
             platform_measured |= ask.video.is_some() && measured_here(k, key);
             if best.is_none_or(|(bt, _, bk, _, _)| b > bt || (b == bt && k < bk)) {
                 best = Some((b, b, k, coef, false));
@@ -249,7 +249,7 @@ impl Step for UnmeasuredRule {
         if let Some(t) = &ask.tile_on {
             let untiled = LineKey { tile: 0, ..key.clone() };
             for (k, coef) in c.unmeasured_candidates(&untiled) {
-                let b = coef.at(t.tile_pixels)?;
+                let b = c.line_price(k, coef, t.tile_pixels)?;
                 let total = add(b, t.copies_bytes)?;
                 if best.is_none_or(|(bt, _, bk, _, bd)| total > bt || (total == bt && bd && k < bk)) {
                     best = Some((total, b, k, coef, true));

@@ -2,8 +2,8 @@
 //! query's platform priced from its own architecture's trace, scaled by
 //! its class's calibration on that platform.
 
-use super::answer::TracedTerms;
-use super::Coefficients;
+use super::answer::{FollowsTrace, TracedTerms};
+use super::{Coefficients, LineCoef};
 use crate::contract::traced::{Calibration, TracedShape};
 use crate::contract::LineKey;
 use anyhow::Result;
@@ -125,5 +125,72 @@ impl Coefficients {
         let bytes =
             bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
         Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes }))
+    }
+}
+
+/// A measured line priced past its largest measured size where its
+/// family's trace grows faster than the line: the line's price at that
+/// size scaled by the trace's growth from there (docs/traced.md, "Past
+/// the measured range").
+#[derive(Debug, Clone)]
+pub(super) struct PastRange<'a> {
+    pub shape: &'a TracedShape,
+    /// The line's largest measured size.
+    pub end: u64,
+    /// The line's price there.
+    pub line_at_end: u64,
+    /// The shape's traced bytes there and at the query.
+    pub traced_at_end: u64,
+    pub traced_at: u64,
+    /// `ceil(line_at_end × traced_at / traced_at_end)`.
+    pub bytes: u64,
+}
+
+impl PastRange<'_> {
+    pub fn terms(&self) -> FollowsTrace {
+        let s = self.shape;
+        FollowsTrace {
+            shape: format!("{}/{}/{}/{}", s.vae, s.op, tiles_text(s.tile, s.temporal_tile), s.dtype),
+            measured_to: self.end,
+            line_bytes_at_end: self.line_at_end,
+            traced_at_end: self.traced_at_end,
+            traced_at: self.traced_at,
+            bytes: self.bytes,
+        }
+    }
+}
+
+impl Coefficients {
+    /// What the measured line `key` prices at `at`: its formula, or past
+    /// its largest measured size the formula's price there grown as the
+    /// family's traced shape for the same key grows, where that is higher.
+    /// A trace sees which tensors grow with the image; a line fitted on
+    /// small sizes may not (docs/traced.md).
+    pub(super) fn line_price(&self, key: &LineKey, coef: &LineCoef, at: u64) -> Result<u64> {
+        let own = coef.at(at)?;
+        Ok(self.past_range(key, coef, at)?.map_or(own, |p| p.bytes.max(own)))
+    }
+
+    /// The trace's growth past `key`'s measured range, where it prices
+    /// above the line's formula (None elsewhere: inside the range, no shape
+    /// for the key, or a trace that grows no faster).
+    pub(super) fn past_range(&self, key: &LineKey, coef: &LineCoef, at: u64) -> Result<Option<PastRange<'_>>> {
+        let Some([_, end]) = coef.size_range else { return Ok(None) };
+        let Some(section) = self.file.traced.as_ref().filter(|_| at > end) else { return Ok(None) };
+        let found = section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, key.tile, key.temporal_tile));
+        let Some(shape) = found else { return Ok(None) };
+        let too_large = || super::too_large(crate::words::RESERVATION_TOO_LARGE.text);
+        let (Some(traced_at_end), Some(traced_at)) = (shape.at(end), shape.at(at)) else { return Err(too_large()) };
+        if traced_at_end == 0 {
+            return Ok(None);
+        }
+        let line_at_end = coef.at(end)?;
+        let scaled =
+            crate::exact::ceil_div_u128(u128::from(line_at_end) * u128::from(traced_at), u128::from(traced_at_end));
+        let bytes = u64::try_from(scaled).map_err(|_| too_large())?;
+        if bytes <= coef.at(at)? {
+            return Ok(None);
+        }
+        Ok(Some(PastRange { shape, end, line_at_end, traced_at_end, traced_at, bytes }))
     }
 }
