@@ -11,6 +11,7 @@ mod fit;
 mod fuzz;
 mod hand_edits;
 mod harness;
+mod hosts;
 mod ingest;
 mod input_edges;
 mod monotone;

@@ -41,6 +41,7 @@ __all__ = [
     "budget",
     "bundled",
     "load",
+    "plan",
     "reserve",
 ]
 
@@ -1671,3 +1672,20 @@ def budget(free=None, share=1, cap=None):
     if cap is not None and cap < shared:
         return Budget(cap, "cap")
     return Budget(shared, "share")
+
+
+def plan(model, op, width, height, *, free=None, share=1, cap=None, batch=1, tile=0, frames=1, temporal_tile=None,
+         coefficients=None, **query):
+    """Does this work fit, and how should it run? ``vramfit plan``'s answer for a VAE query, as the dict its
+    ``--format json`` prints (same keys, same order): ``verdict`` (``full``, ``chunked``, ``tiled`` or ``host``),
+    ``group_size``, ``tile``, ``peak_bytes``, ``reasons``, every pricing it rests on (``steps``) and their
+    ``warnings``. ``batch`` is the number of items; ``free``, ``share`` and ``cap`` set the budget as
+    :func:`budget` does; the rest is :func:`reserve`'s query. Refused as the CLI refuses, in its words."""
+    from ._plan import plan_vae
+
+    b = budget(free=free, share=share, cap=cap)
+    terms = {"bytes": b.bytes, "from": b.bound, "free": free, "share": _exact_decimal(_factor("--share", share)),
+             "cap": cap}
+    c = coefficients if coefficients is not None else bundled()
+    return plan_vae(c, model, op, width, height, terms, batch=batch, tile=tile, temporal_tile=temporal_tile,
+                    frames=frames, **query)

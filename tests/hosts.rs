@@ -1,0 +1,253 @@
+//! The hosts' own calling conventions (docs/hosts.md): InvokeAI's and
+//! ComfyUI's drop-ins and `vramfit.plan` answer what the CLI answers for the
+//! same query. Each host-style call is written beside the CLI query it must
+//! equal by hand, so the test states the translation (latents × 8, the
+//! tile sentinels, batch from the tensor, the platform from torch) rather
+//! than reusing the package's own.
+
+use crate::common::repo;
+use serde_json::{json, Value};
+use std::io::Write;
+use vramfit::pricing::platform::EnvSnapshot;
+
+fn python_run(input: &Value) -> Vec<Value> {
+    let mut child = crate::python_package::python()
+        .arg(repo().join("tests/python/hosts.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the hosts test");
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the Python side failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The CLI's answer (exit 0: its JSON; exit 2: its first error line).
+fn cli(args: &str) -> Result<Value, String> {
+    let mut a: Vec<String> = vec!["vramfit".into(), "--format".into(), "json".into()];
+    a.extend(args.split_whitespace().map(String::from));
+    a.extend(["--coefficients".into(), repo().join("fits/vae.json").display().to_string()]);
+    let env = EnvSnapshot { vars: Default::default(), host_os: Some(vramfit::vocab::Os::Linux) };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    match vramfit::cli::run_from(a, &env, &mut out, &mut err) {
+        0 | 1 => Ok(serde_json::from_slice(&out).unwrap()),
+        _ => Err(String::from_utf8_lossy(&err).lines().next().unwrap_or("").to_string()),
+    }
+}
+
+fn tensor(dims: &[u64]) -> Value {
+    json!({ "tensor": dims })
+}
+
+fn vae(dtype: &str) -> Value {
+    json!({ "vae": { "dtype": dtype, "attrs": { "tile_sample_min_size": 512 } } })
+}
+
+fn wan_vae(dtype: &str, z_dim: u64) -> Value {
+    json!({ "vae": { "dtype": dtype, "config": { "z_dim": z_dim } } })
+}
+
+/// (the host's call, the `vramfit reserve` query it must equal).
+fn cases() -> Vec<(Value, &'static str)> {
+    let linux = json!({ "env": {}, "os": "linux" });
+    let call = |name: &str, args: Value, extra: Value| {
+        let mut kwargs = linux.clone();
+        kwargs.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({ "call": name, "args": args, "kwargs": kwargs })
+    };
+    let rocm = |mut c: Value| {
+        c["torch_hip"] = json!("6.2");
+        c
+    };
+    let sd = "invokeai.estimate_vae_working_memory_sd15_sdxl";
+    let flux2 = "invokeai.estimate_vae_working_memory_flux2";
+    let qwen = "invokeai.estimate_vae_working_memory_qwen_image";
+    let wan = "invokeai.estimate_vae_working_memory_wan";
+    let ltx = "invokeai.estimate_vae_working_memory_ltx2";
+    let decode = "comfyui.memory_used_decode";
+    let encode = "comfyui.memory_used_encode";
+    vec![
+        // InvokeAI: a decode's tensor is the latents (× 8), an encode's the pixels.
+        (call(sd, json!(["decode", tensor(&[1, 4, 128, 128]), vae("torch.float16"), null, false]), json!({})),
+         "reserve sdxl decode 1024x1024 --dtype fp16 --os linux"),
+        (call(sd, json!(["decode", tensor(&[2, 4, 96, 128]), vae("torch.float16"), 0, false]), json!({})),
+         "reserve sd decode 1024x768 --batch 2 --tile 512 --dtype fp16 --host diffusers --os linux"),
+        (call(sd, json!(["decode", tensor(&[1, 4, 192, 192]), vae("torch.float16"), null, true]), json!({})),
+         "reserve sd decode 1536x1536 --dtype fp32 --loaded-dtype fp16 --os linux"),
+        (call(sd, json!(["encode", tensor(&[1, 3, 1024, 1024]), vae("torch.float32"), 768, true]), json!({})),
+         "reserve sd encode 1024x1024 --tile 768 --dtype fp32 --os linux"),
+        (call("invokeai.estimate_vae_working_memory_flux", json!(["decode", tensor(&[1, 16, 128, 160]), vae("torch.bfloat16")]), json!({})),
+         "reserve flux1 decode 1280x1024 --dtype bf16 --host invokeai-flux --os linux"),
+        (rocm(call(flux2, json!(["decode", tensor(&[1, 32, 160, 96]), vae("torch.bfloat16")]), json!({"device": {"device": "cuda"}}))),
+         "reserve flux2 decode 768x1280 --dtype bf16 --backend miopen --os linux"),
+        (call(flux2, json!(["encode", tensor(&[1, 3, 1024, 1024]), vae("torch.bfloat16"), 512]), json!({})),
+         "reserve flux2 encode 1024x1024 --tile 512 --dtype bf16 --backend cudnn --os linux"),
+        (call(flux2, json!(["decode", tensor(&[3, 32, 128, 128]), vae("torch.bfloat16")]), json!({"device": {"device": "mps"}})),
+         "reserve flux2 decode 1024x1024 --batch 3 --dtype bf16 --backend mps --os linux"),
+        (call(qwen, json!(["decode", tensor(&[1, 16, 1, 160, 160]), vae("torch.bfloat16"), 512]), json!({})),
+         "reserve qwen_image decode 1280x1280 --tile 512 --dtype bf16 --os linux"),
+        (rocm(call(qwen, json!(["encode", tensor(&[1, 3, 1, 1440, 2560]), vae("torch.bfloat16")]), json!({}))),
+         "reserve qwen_image encode 2560x1440 --dtype bf16 --backend miopen --os linux"),
+        (call("invokeai.estimate_vae_working_memory_sd3", json!(["decode", tensor(&[1, 16, 128, 128]), vae("torch.float16")]), json!({})),
+         "reserve sd3 decode 1024x1024 --dtype fp16 --os linux"),
+        (call("invokeai.estimate_vae_working_memory_cogview4", json!(["encode", tensor(&[1, 3, 1024, 1024]), vae("torch.bfloat16")]), json!({})),
+         "reserve cogview4 encode 1024x1024 --dtype bf16 --os linux"),
+        (call("invokeai.estimate_vae_working_memory_anima", json!(["decode", tensor(&[1, 16, 1, 128, 128]), vae("torch.bfloat16"), null]), json!({})),
+         "reserve wan21 decode 1024x1024 --dtype bf16 --os linux"),
+        (call(wan, json!(["decode", wan_vae("torch.float16", 16), 480, 832, 81]), json!({})),
+         "reserve wan21 decode 832x480 --frames 81 --dtype fp16 --os linux"),
+        (call(wan, json!(["decode", wan_vae("torch.bfloat16", 48), 704, 1280, 121, 256]), json!({"streaming": true})),
+         "reserve wan22 decode 1280x704 --frames 121 --tile 256 --dtype bf16 --os linux"),
+        (call(wan, json!(["encode", wan_vae("torch.float16", 16), 480, 832, 1]), json!({"allocator": "cudaMallocAsync"})),
+         "reserve wan21 encode 832x480 --dtype fp16 --allocator cudaMallocAsync --os linux"),
+        (rocm(call(ltx, json!(["decode", {"vae": {"dtype": "torch.bfloat16"}}, 704, 1248, 121]), json!({}))),
+         "reserve ltx2 decode 1248x704 --frames 121 --tile 512 --temporal-tile 16 --dtype bf16 --backend miopen --os linux"),
+        (rocm(call(ltx, json!(["encode", {"vae": {"dtype": "torch.bfloat16"}}, 704, 1248, 121]), json!({}))),
+         "reserve ltx2 encode 1248x704 --frames 121 --tile 0 --temporal-tile 0 --dtype bf16 --backend miopen --os linux"),
+        (call(ltx, json!(["encode", {"vae": {"dtype": "torch.bfloat16"}}, 1088, 1920, 241, 768, 32, true]), json!({})),
+         "reserve ltx2 encode 1920x1088 --frames 241 --tile 768 --temporal-tile 32 --dtype bf16 --os linux"),
+        // No dtype on the parameters: the element size (4 bytes is fp32).
+        (call(sd, json!(["decode", tensor(&[1, 4, 64, 64]), {"vae": {"element_size": 4}}, null, false]), json!({})),
+         "reserve sd decode 512x512 --dtype fp32 --os linux"),
+        // ComfyUI: per batch item, latents [B, C, (T,) h, w], pixels with the channels first.
+        (call(decode, json!(["sdxl", [4, 4, 128, 128], "torch.float16"]), json!({})),
+         "reserve sdxl decode 1024x1024 --dtype fp16 --host comfyui --os linux"),
+        (call(decode, json!(["wan", [1, 16, 21, 60, 104], "torch.float16"]), json!({})),
+         "reserve wan21 decode 832x480 --frames 81 --dtype fp16 --host comfyui --os linux"),
+        (call(decode, json!(["hunyuanvideo", [1, 16, 33, 90, 160], "torch.bfloat16"]), json!({})),
+         "reserve hunyuanvideo decode 1280x720 --frames 129 --dtype bf16 --host comfyui --os linux"),
+        (call(decode, json!(["ltx2", [1, 128, 16, 22, 39], "torch.bfloat16"]), json!({"backend": "miopen"})),
+         "reserve ltx2 decode 1248x704 --frames 121 --dtype bf16 --host comfyui --backend miopen --os linux"),
+        (call(decode, json!(["wan2.2-5b", [1, 48, 31, 44, 80], "torch.bfloat16"]), json!({})),
+         "reserve wan22 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
+        (call(encode, json!(["flux1", [1, 3, 1024, 768], "torch.bfloat16"]), json!({})),
+         "reserve flux1 encode 768x1024 --dtype bf16 --host comfyui --os linux"),
+        (call(encode, json!(["wan", [1, 3, 81, 480, 832], "torch.float16"]), json!({})),
+         "reserve wan21 encode 832x480 --frames 81 --dtype fp16 --host comfyui --os linux"),
+        (call(encode, json!(["qwen_image", [1, 3, 1, 1328, 1328], "torch.bfloat16"]), json!({})),
+         "reserve qwen_image encode 1328x1328 --frames 1 --dtype bf16 --host comfyui --os linux"),
+    ]
+}
+
+#[test]
+fn the_drop_ins_answer_what_reserve_answers_for_the_same_query() {
+    let cases = cases();
+    let answers = python_run(&Value::Array(cases.iter().map(|(c, _)| c.clone()).collect()));
+    for ((call, query), py) in cases.iter().zip(answers) {
+        let want = cli(query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert_eq!(py.get("ok"), Some(&want["bytes"]), "{call} ≠ {query}: {py}");
+    }
+}
+
+#[test]
+fn a_refused_host_call_raises_the_clis_words() {
+    let linux = json!({ "env": {}, "os": "linux" });
+    let calls = [
+        (
+            json!({"call": "comfyui.memory_used_decode", "args": ["nosuchvae", [1, 4, 64, 64], "fp16"], "kwargs": linux}),
+            "reserve nosuchvae decode 512x512 --dtype fp16 --os linux",
+        ),
+        (
+            json!({"call": "comfyui.memory_used_decode", "args": ["sdxl", [1, 4, 64, 64], "int8"], "kwargs": linux}),
+            "reserve sdxl decode 512x512 --dtype int8 --os linux",
+        ),
+        (
+            json!({"call": "invokeai.estimate_vae_working_memory_wan",
+                "args": ["decode", wan_vae("torch.float16", 16), 480, 832, 81, 7], "kwargs": linux}),
+            "reserve wan21 decode 832x480 --frames 81 --tile 7 --dtype fp16 --os linux",
+        ),
+    ];
+    let answers = python_run(&Value::Array(calls.iter().map(|(c, _)| c.clone()).collect()));
+    for ((call, query), py) in calls.iter().zip(answers) {
+        let err = cli(query).expect_err(query);
+        let words = py["error"].as_str().unwrap_or_else(|| panic!("{call} was not refused: {py}"));
+        // A flag's value the CLI's parser refuses carries the flag's name
+        // before the same words (a keyword has no flag).
+        assert!(err.starts_with("error: ") && err.ends_with(words), "{call}: {err} / {words}");
+    }
+}
+
+/// (`vramfit.plan` keyword arguments, the `vramfit plan` query).
+fn plans() -> Vec<(Value, String)> {
+    let mut out = Vec::new();
+    let image = [
+        ("sdxl", "decode", 1024, 1024, "fp16", "cudnn"),
+        ("sdxl", "decode", 4096, 4096, "fp16", "cudnn"),
+        ("sdxl", "decode", 2048, 2048, "fp32", "cudnn"),
+        ("flux1", "decode", 2048, 1536, "bf16", "cudnn"),
+        ("flux2", "encode", 1536, 1536, "bf16", "miopen"),
+        ("sdxl", "decode", 4096, 4096, "fp16", "mps"),
+        ("cogview4", "decode", 2048, 2048, "bf16", "cudnn"),
+        ("qwen_image", "decode", 2560, 1440, "fp16", "cudnn"),
+    ];
+    for (i, (model, op, w, h, dtype, backend)) in image.into_iter().enumerate() {
+        for (free_mib, batch) in [(24 * 1024u64, 16u64), (6 * 1024, 1), (512, 1), (80 * 1024, 4)] {
+            let tile = if i % 3 == 2 { 512 } else { 0 };
+            let kw = json!({"free": free_mib << 20, "batch": batch, "dtype": dtype, "backend": backend, "os": "linux",
+                            "env": {}, "tile": tile});
+            out.push((
+                json!({"plan": kw, "args": [model, op, w, h]}),
+                format!(
+                    "plan {model} {op} {w}x{h} --free {free_mib}MiB --batch {batch} --dtype {dtype} --backend {backend} \
+                     --os linux --tile {tile}"
+                ),
+            ));
+        }
+    }
+    let video = [
+        ("wan21", 1280, 720, 81, "bf16", "cudnn"),
+        ("ltx2", 1248, 704, 121, "bf16", "miopen"),
+        ("hunyuanvideo", 1280, 720, 129, "bf16", "cudnn"),
+        ("cogvideox", 720, 480, 49, "bf16", "cudnn"),
+    ];
+    for (model, w, h, frames, dtype, backend) in video {
+        for free_mib in [2048u64, 8 * 1024, 140 * 1024] {
+            let kw = json!({"free": free_mib << 20, "frames": frames, "dtype": dtype, "backend": backend, "os": "linux",
+                            "env": {}, "share": "0.75", "cap": 100u64 << 30});
+            out.push((
+                json!({"plan": kw, "args": [model, "decode", w, h]}),
+                format!(
+                    "plan {model} decode {w}x{h} --free {free_mib}MiB --frames {frames} --dtype {dtype} --backend \
+                     {backend} --os linux --share 0.75 --cap 100GiB"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn plan_in_python_answers_what_vramfit_plan_answers() {
+    let plans = plans();
+    let answers = python_run(&Value::Array(plans.iter().map(|(p, _)| p.clone()).collect()));
+    let mut verdicts = std::collections::BTreeSet::new();
+    for ((kw, query), py) in plans.iter().zip(answers) {
+        let want = cli(query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert_eq!(py.get("ok"), Some(&want), "{kw} ≠ {query}");
+        verdicts.insert(want["verdict"].as_str().unwrap().to_string());
+    }
+    // Every verdict a VAE plan can give was compared.
+    assert_eq!(verdicts.into_iter().collect::<Vec<_>>(), ["chunked", "full", "host", "tiled"]);
+    // The same refusals, in the same words.
+    let refused = [
+        (
+            json!({"plan": {"free": 0, "dtype": "fp16"}, "args": ["sdxl", "decode", 1024, 1024]}),
+            "plan sdxl decode 1024x1024 --free 0 --dtype fp16",
+        ),
+        (
+            json!({"plan": {"free": 1u64 << 30, "share": "1.5", "dtype": "fp16"}, "args": ["sdxl", "decode", 1024, 1024]}),
+            "plan sdxl decode 1024x1024 --free 1GiB --share 1.5 --dtype fp16",
+        ),
+        (
+            json!({"plan": {"free": 1u64 << 30}, "args": ["nosuchvae", "decode", 1024, 1024]}),
+            "plan nosuchvae decode 1024x1024 --free 1GiB",
+        ),
+    ];
+    let answers = python_run(&Value::Array(refused.iter().map(|(p, _)| p.clone()).collect()));
+    for ((kw, query), py) in refused.iter().zip(answers) {
+        let err = cli(query).expect_err(query);
+        let words = py["error"].as_str().unwrap_or_else(|| panic!("{kw} was not refused: {py}"));
+        assert_eq!(err, format!("error: {words}"), "{kw}");
+    }
+}
