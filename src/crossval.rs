@@ -17,6 +17,8 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
+pub mod against;
+
 /// What a fold leaves out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -194,20 +196,28 @@ fn finish_check(mut out: LineCheck) -> Result<LineCheck> {
 
 /// The lowest and the mean ratio of some held-out points.
 fn summary<'a>(points: impl Iterator<Item = &'a HeldOut>) -> Result<(Option<String>, Option<String>)> {
-    // The mean adds each ratio rounded down to 12 decimals (a sum of exact
-    // fractions with byte-sized denominators would overflow); shown to 4.
-    const SCALE: u128 = 1_000_000_000_000;
     let mut worst: Option<Ratio> = None;
-    let (mut sum, mut n) = (0u128, 0u128);
+    let mut pairs = Vec::new();
     for p in points {
         if worst.is_none_or(|w| p.ratio_exact.cmp_exact(&w) == Ok(std::cmp::Ordering::Less)) {
             worst = Some(p.ratio_exact);
         }
-        sum += u128::from(p.reserve_bytes) * SCALE / u128::from(p.demand_bytes);
+        pairs.push((p.reserve_bytes, p.demand_bytes));
+    }
+    Ok((worst.map(floor4), mean4(pairs)))
+}
+
+/// The mean of `reserve / demand` over some pairs, four decimals, rounded
+/// down: each ratio is added rounded down to 12 decimals (a sum of exact
+/// fractions with byte-sized denominators would overflow).
+pub(crate) fn mean4(pairs: impl IntoIterator<Item = (u64, u64)>) -> Option<String> {
+    const SCALE: u128 = 1_000_000_000_000;
+    let (mut sum, mut n) = (0u128, 0u128);
+    for (reserve, demand) in pairs {
+        sum += u128::from(reserve) * SCALE / u128::from(demand.max(1));
         n += 1;
     }
-    let mean = (n > 0).then(|| crate::exact::format_scaled((sum / n / (SCALE / 10_000)) as i128, 4));
-    Ok((worst.map(floor4), mean))
+    (n > 0).then(|| crate::exact::format_scaled((sum / n / (SCALE / 10_000)) as i128, 4))
 }
 
 /// Cross-validates every fitted line of `lines` on the included points.

@@ -23,6 +23,8 @@ pub struct Bundle {
     pub diff: std::result::Result<DiffReport, String>,
     /// Leave one size out.
     pub crossval: CrossvalReport,
+    /// Each declared host's estimator beside vramfit on the measured points.
+    pub hosts: Vec<crate::crossval::against::AgainstReport>,
     /// What each line's picture shows.
     pub plots: Vec<LinePlot>,
 }
@@ -48,6 +50,7 @@ pub fn gather(root: &Path, opts: &BundleOptions, progress: &dyn crate::progress:
         verify: crate::verify::audit(root)?,
         diff: crate::diff::of_sides(root, &diff_opts).map_err(|e| format!("{e:#}")),
         crossval: crate::crossval::of_root(root, HoldOut::Size, progress)?,
+        hosts: crate::crossval::against::each_of_root(root, None)?,
         plots: crate::plot::of_root(root)?,
     })
 }

@@ -251,3 +251,139 @@ fn plan_in_python_answers_what_vramfit_plan_answers() {
         assert_eq!(err, format!("error: {words}"), "{kw}");
     }
 }
+
+/// A root of SD decodes measured at three sizes (one a 512-px tile, one fp32
+/// at batch 2), with a declared host estimator and its refusals.
+fn against_root(estimators: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("fits")).unwrap();
+    std::fs::write(root.join("fits/policy.toml"), format!("[vae.sd]\nmodels = [\"sdxl\"]\n\n{TILING}{estimators}"))
+        .unwrap();
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    for (id, tile, dtype, side, batch, demand) in [
+        ("a", 0, "fp16", 512u64, 1u64, 1_000_000_000u64),
+        ("b", 0, "fp16", 1024, 1, 5_000_000_000),
+        ("c", 0, "fp16", 1536, 1, 9_000_000_000),
+        ("d", 512, "fp16", 2048, 1, 2_000_000_000),
+        ("e", 0, "fp32", 1024, 2, 9_000_000_000),
+    ] {
+        csv.push_str(&format!(
+            "{id},test,cudnn,native,linux,sd,decode,{tile},{dtype},{side},{side},{batch},{demand}\n"
+        ));
+    }
+    std::fs::write(root.join("points.csv"), csv).unwrap();
+    crate::common::vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
+    // Five points of made-up demand: emit writes with its findings (exit 1).
+    crate::common::vramfit().arg("--root").arg(root).args(["emit", "--force"]).output().unwrap();
+    assert!(root.join("fits/vae.json").exists());
+    dir
+}
+
+const TILING: &str = "[tiling]\ndefault_host = \"diffusers\"\nreason = \"a test\"\n\n[tiling.host.diffusers]\n\
+copies = \"1.78\"\nsource = \"a test\"\n\n";
+
+const SD_DECODE: &str = "[[host_estimator]]\nhost = \"myhost\"\nversion = \"1.0\"\nvae = \"sd\"\nop = \"decode\"\n\
+per_element = \"2200\"\nelement = \"fp32-switch\"\ntile_factor = \"1.25\"\nfp32_extra_mib = 250\nsource = \"a test\"\n";
+
+#[test]
+fn crossval_against_prices_every_point_by_the_hosts_formula_and_by_vramfit() {
+    let dir = against_root(SD_DECODE);
+    let root = dir.path();
+    let out = crate::common::vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "crossval", "--against", "myhost"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host = |id: &str| r["points"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap()["host_bytes"].clone();
+    // The host's own arithmetic, point by point: 2200 × 2 B × pixels; a tile
+    // prices one tile × 1.25; fp32 is 4 B and 250 MiB more, the batch ignored.
+    assert_eq!(host("a"), 2200u64 * 2 * 512 * 512);
+    assert_eq!(host("b"), 2200u64 * 2 * 1024 * 1024);
+    assert_eq!(host("c"), 2200u64 * 2 * 1536 * 1536);
+    assert_eq!(host("d"), 2200u64 * 2 * 512 * 512 * 5 / 4);
+    assert_eq!(host("e"), 2200u64 * 4 * 1024 * 1024 + 250 * 1_048_576);
+    // a: 1.15 GB ≥ 1.0; b: 4.61 GB < 5.0; c: 10.4 GB ≥ 9.0; d: 1.44 GB < 2.0; e: 9.49 GB ≥ 9.0.
+    assert_eq!(r["host_side"]["covered"], 3);
+    assert_eq!(r["host_side"]["under"], json!(["b", "d"]));
+    assert_eq!(r["host_side"]["worst_ratio"], "0.7208"); // d: 1 441 792 000 / 2e9, rounded down
+    assert_eq!(r["priced"], 5);
+    assert_eq!(r["versions"], json!(["1.0"]));
+    // vramfit's side is its shipped answer for each point's own query.
+    for p in r["points"].as_array().unwrap() {
+        let q = format!(
+            "reserve sd decode {w}x{h} --batch {b} --tile {t} --dtype {d} --backend cudnn --allocator native --os linux",
+            w = p["width"],
+            h = p["height"],
+            b = p["batch"],
+            t = p["line"].as_str().unwrap().split('/').nth(2).unwrap(),
+            d = p["line"].as_str().unwrap().rsplit('/').next().unwrap()
+        );
+        let mut c = crate::common::vramfit();
+        c.arg("--root").arg(root).args(["--format", "json"]).args(q.split_whitespace());
+        let want: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+        assert_eq!(p["vramfit_bytes"], want["bytes"], "{q}");
+    }
+    // Its summary counts what its rows say.
+    let under: Vec<&str> = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["vramfit_bytes"].as_u64() < p["demand_bytes"].as_u64())
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(r["vramfit_side"]["under"], json!(under));
+    assert_eq!(r["vramfit_side"]["covered"], 5 - under.len());
+    assert!(under.len() < 2, "{under:?}: the fitted fp16 line covers its own points");
+    // The pull-request report carries the side-by-side, naming what the host under-reserves.
+    let out_dir = root.join("rep");
+    crate::common::vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["report", "--before", "embedded", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("## Against myhost's own estimator"), "{md}");
+    assert!(md.contains("myhost 1.0: 3 of 5 covered (60.0%)"), "{md}");
+    assert!(md.contains("| sd/decode/512/cudnn/native/linux/fp16 | d |"), "{md}");
+    // A host the policy does not declare is refused.
+    let out =
+        crate::common::vramfit().arg("--root").arg(root).args(["crossval", "--against", "other"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("declares no estimator of that host (declared: myhost)"));
+}
+
+#[test]
+fn a_wrong_host_estimator_is_refused_with_its_line() {
+    for (bad, words) in [
+        (
+            SD_DECODE.replace("vae = \"sd\"", "vae = \"nosuch\""),
+            "host_estimator[1]: vae: 'nosuch' is not a registered family",
+        ),
+        (
+            format!("{SD_DECODE}\n{SD_DECODE}"),
+            "host_estimator[2]: myhost sd decode on every other backend is declared twice",
+        ),
+        (SD_DECODE.replace("source", "score_on = [\"miopen\"]\nsource"), "score_bytes and score_on go together"),
+        (SD_DECODE.replace("fp32-switch", "fp64"), "element"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("fits")).unwrap();
+        std::fs::write(dir.path().join("fits/policy.toml"), format!("[vae.sd]\nmodels = [\"sdxl\"]\n\n{bad}")).unwrap();
+        let out = crate::common::vramfit()
+            .arg("--root")
+            .arg(dir.path())
+            .args(["crossval", "--against", "myhost"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("policy.toml:") && err.contains(words), "{words}: {err}");
+    }
+}

@@ -381,6 +381,10 @@ pub(super) struct CrossvalArgs {
     /// Exit 1 when fewer than this many percent of the held-out points are covered.
     #[arg(long, value_name = "PCT")]
     pub(super) fail_under: Option<String>,
+    /// Instead: price every measured point by this host's own estimator (the policy's
+    /// `[[host_estimator]]`s and video estimates) and by vramfit, side by side.
+    #[arg(long, value_name = "HOST", conflicts_with_all = ["by", "fail_under"])]
+    pub(super) against: Option<String>,
 }
 
 #[derive(Args, Debug)]

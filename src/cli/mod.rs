@@ -273,6 +273,9 @@ fn run_command(
             let (opts, fail_over) = diff_options(a, &root)?;
             s.show(commands::diff::run(&root, &opts, fail_over)?)
         }
+        Command::Crossval(a) if a.against.is_some() => {
+            s.show(commands::crossval::against(&root, a.against.as_deref().unwrap_or_default())?)
+        }
         Command::Crossval(a) => {
             let fail_under = factor("--fail-under", a.fail_under.as_deref())?;
             s.show(commands::crossval::run(&root, hold_out(a.by), fail_under, progress)?)

@@ -17,3 +17,9 @@ pub fn run(
     let found = Found::when(fail_under.is_some_and(|p| r.below(p)), Found::CoverageBelow);
     Ok(Outcome::of(r).found(found))
 }
+
+/// `--against HOST`: the host's estimator and vramfit on the same measured
+/// points. The figures are the answer; nothing in them is a finding.
+pub fn against(root: &Path, host: &str) -> Result<Outcome<crate::crossval::against::AgainstReport>> {
+    Ok(Outcome::of(crate::crossval::against::of_root(root, host)?))
+}

@@ -56,6 +56,59 @@ pub struct PolicyFile {
     pub video: Option<At<VideoEntry>>,
     /// The traced price's own margin (docs/traced.md).
     pub traced: Option<At<TracedEntry>>,
+    /// The hosts' own image estimators, for `crossval --against` (docs/hosts.md).
+    pub host_estimator: Option<Vec<At<HostEstimatorEntry>>>,
+}
+
+/// One `[[host_estimator]]`: a host's published image estimator for one
+/// family and op, as its code computes it (docs/hosts.md):
+/// `floor(max(per_element × element bytes × area × batch? + copies × 3 ×
+/// element bytes × W × H + fp32 MiB, score term))`, where the area is the
+/// image's pixels, or one tile's × `tile_factor` when tiled.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct HostEstimatorEntry {
+    /// `invokeai`, `comfyui`, …: what `crossval --against` names.
+    pub host: Said,
+    /// The release whose code this restates.
+    pub version: Said,
+    /// A registered family.
+    pub vae: Text,
+    pub op: Op,
+    /// Only on this conv backend (absent: every backend without an entry of its own).
+    pub conv_backend: Option<ConvBackend>,
+    /// Bytes per pixel per element byte.
+    pub per_element: Decimal,
+    /// `dtype` (the run dtype's element bytes, default) or `fp32-switch`
+    /// (4 bytes when the run is fp32, else 2: InvokeAI's SD `fp32` flag).
+    pub element: Option<ElementRule>,
+    /// Present: a tiled run prices one tile's pixels times this; absent:
+    /// the estimator ignores tiles and prices the whole image.
+    pub tile_factor: Option<Decimal>,
+    /// A tiled run adds this many copies of the 3-channel image.
+    pub tile_copies: Option<Decimal>,
+    /// MiB added for an fp32 run.
+    pub fp32_extra_mib: Option<Count>,
+    /// Whether the estimate multiplies by the batch (default false: it
+    /// prices one item whatever the batch).
+    pub batch: Option<bool>,
+    /// Bytes per attention score where the estimator adds the mid-block's
+    /// scores (one head a batch item, `S = (W/8)(H/8)` or one tile's); the
+    /// price is the larger of that and the rest.
+    pub score_bytes: Option<Decimal>,
+    /// The conv backends on which the score term applies (the math kernel).
+    pub score_on: Option<Vec<ConvBackend>>,
+    pub source: Said,
+}
+
+/// How a host estimator reads the element size.
+#[derive(Deserialize, serde::Serialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElementRule {
+    /// The run dtype's element bytes.
+    Dtype,
+    /// 4 when the run is fp32, else 2.
+    Fp32Switch,
 }
 
 /// `[traced]`: how a price scaled from a trace is padded.

@@ -6,6 +6,7 @@
 //! reports them as findings, so CI names every one of them at once.
 
 pub mod document;
+pub mod hosts;
 mod read;
 pub mod values;
 
@@ -84,6 +85,8 @@ pub struct Policy {
     pub video: Option<video::VideoPolicy>,
     /// The traced price's margin and why (None: not declared).
     pub traced: Option<TracedMargin>,
+    /// The hosts' own image estimators (`crossval --against`).
+    pub host_estimators: Vec<hosts::HostEstimator>,
 }
 
 /// Output pixels, frames and batch of a run or a point.

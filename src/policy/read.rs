@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 mod build;
+mod hosts;
 mod video;
 
 /// Reads a policy. `file` names the file in messages.

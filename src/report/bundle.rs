@@ -42,6 +42,10 @@ pub fn markdown(b: &Bundle, plots: &[PlotFile], inline: &[usize]) -> String {
     md.push('\n');
     md.push_str(&section("Cross-validation (leave one size out)", b.crossval.markdown()));
     md.push('\n');
+    for h in &b.hosts {
+        md.push_str(&section(&format!("Against {}'s own estimator", h.host), h.markdown()));
+        md.push('\n');
+    }
     let mut links = String::new();
     if inline.is_empty() {
         links.push_str("No line was added or changed against the side before: no plot is shown inline.\n\n");

@@ -81,3 +81,83 @@ impl Report for CrossvalReport {
         Some(s)
     }
 }
+
+mod against {
+    use super::super::{grid, markdown_table, Report};
+    use crate::crossval::against::{AgainstReport, Side};
+    use crate::units::mib_up;
+
+    const HEADERS: [&str; 6] = ["line", "point", "demand MiB", "host MiB", "vramfit MiB", "host estimator"];
+
+    fn rows(r: &AgainstReport) -> Vec<Vec<String>> {
+        r.points
+            .iter()
+            .map(|p| {
+                let mark = |b: u64, ratio: &str| {
+                    format!("{} ({ratio}×{})", mib_up(b, 0), if b < p.demand_bytes { ", UNDER" } else { "" })
+                };
+                vec![
+                    p.line.clone(),
+                    p.id.clone(),
+                    mib_up(p.demand_bytes, 0),
+                    mark(p.host_bytes, &p.host_ratio),
+                    mark(p.vramfit_bytes, &p.vramfit_ratio),
+                    p.estimator.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn side(name: &str, s: &Side, n: usize) -> String {
+        let mut out = format!(
+            "{name}: {} of {n} covered ({}%), mean ratio {}, worst {}",
+            s.covered,
+            s.coverage_pct.clone().unwrap_or_else(|| "-".into()),
+            s.mean_ratio.clone().unwrap_or_else(|| "-".into()),
+            s.worst_ratio.clone().unwrap_or_else(|| "-".into()),
+        );
+        if !s.under.is_empty() {
+            out.push_str(&format!("; under-reserves {} point(s) (marked UNDER)", s.under.len()));
+        }
+        out.push('\n');
+        out
+    }
+
+    fn summary(r: &AgainstReport) -> String {
+        let versions = if r.versions.is_empty() { String::new() } else { format!(" {}", r.versions.join(", ")) };
+        let mut s = format!("crossval against {}: every measured point priced by both on the same points\n", r.host);
+        s.push_str(&side(&format!("{}{versions}", r.host), &r.host_side, r.priced));
+        s.push_str(&side("vramfit", &r.vramfit_side, r.priced));
+        if !r.not_priced.is_empty() {
+            s.push_str(&format!("{} point(s) {} has no estimator for\n", r.not_priced.len(), r.host));
+        }
+        s
+    }
+
+    impl Report for AgainstReport {
+        const FORMATS: &'static [crate::report::Format] = {
+            use crate::report::Format;
+            &[Format::Table, Format::Json, Format::Markdown]
+        };
+
+        fn table(&self) -> String {
+            let mut s = grid(&HEADERS, rows(self), &[2, 3, 4]);
+            s.push('\n');
+            s.push_str(&summary(self));
+            s
+        }
+
+        /// The summary, and the points either side under-reserves (the
+        /// table of every point is `crossval --against`'s own).
+        fn markdown(&self) -> Option<String> {
+            let mut s = summary(self).replace('\n', "  \n");
+            let under: Vec<Vec<String>> =
+                rows(self).into_iter().filter(|r| r.iter().any(|c| c.contains("UNDER"))).collect();
+            if !under.is_empty() {
+                s.push('\n');
+                s.push_str(&markdown_table(&HEADERS, &under));
+            }
+            Some(s)
+        }
+    }
+}

@@ -96,7 +96,9 @@ impl Place<'_> {
                 })
             }
         };
+        let host_estimators = self.host_estimators(d.host_estimator, &registry)?;
         Ok(Policy {
+            host_estimators,
             margin,
             ratio_bound,
             min_sizes: d.min_sizes.map_or(3, |m| m.0 as usize),
