@@ -24,6 +24,7 @@ pub mod commands;
 pub mod crossval;
 pub mod diff;
 pub mod evidence;
+pub mod export;
 pub mod family;
 pub mod findings;
 pub mod fit;

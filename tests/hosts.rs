@@ -387,3 +387,120 @@ fn a_wrong_host_estimator_is_refused_with_its_line() {
         assert!(err.contains("policy.toml:") && err.contains(words), "{words}: {err}");
     }
 }
+
+fn isqrt(n: u64) -> u64 {
+    let mut r = (n as f64).sqrt() as u64;
+    while r * r > n {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= n {
+        r += 1;
+    }
+    r
+}
+
+#[test]
+fn an_export_priced_the_hosts_way_is_what_reserve_answers_inside_each_range() {
+    let root = crate::common::data_root();
+    for host in ["invokeai", "comfyui"] {
+        let out = crate::common::vramfit()
+            .arg("--root")
+            .arg(&root)
+            .args(["--format", "json", "export", "--host", host])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let bytes = std::fs::read(root.join("fits/vae.json")).unwrap();
+        assert_eq!(e["coefficients_digest"], vramfit::fsio::sha256_tag(&bytes), "provenance");
+        assert_eq!(e["host"], host);
+        let entries = e["entries"].as_array().unwrap();
+        assert!(!entries.is_empty());
+        let mut compared = 0;
+        for entry in entries {
+            let Some([lo, hi]) =
+                entry["size_range"].as_array().map(|r| [r[0].as_u64().unwrap(), r[1].as_u64().unwrap()])
+            else {
+                continue;
+            };
+            let pe: vramfit::exact::Ratio =
+                vramfit::exact::parse_decimal(entry["per_element"].as_str().unwrap()).unwrap();
+            let base = entry["base_bytes"].as_u64().unwrap();
+            let dtype = entry["dtype"].as_str().unwrap();
+            let elem = if dtype == "fp32" { 4 } else { 2 };
+            let op = entry["op"].as_str().unwrap();
+            let tile = entry["tile"].as_u64().unwrap();
+            let (small, large) = ((isqrt(lo - 1) + 1).div_ceil(8) * 8, isqrt(hi) / 8 * 8);
+            for side in [small, (small + large) / 16 * 8, large].into_iter().filter(|s| *s > tile && *s * *s >= lo) {
+                // The host's way, from the export's words alone.
+                let host_way = |pixels: u64| {
+                    let v = pe.checked_mul(vramfit::exact::Ratio::int(i128::from(pixels * elem))).unwrap();
+                    u64::try_from(v.ceil()).unwrap() + base
+                };
+                let priced = match (host, op) {
+                    ("comfyui", "decode") => host_way((side / 8) * (side / 8) * 64),
+                    _ => host_way(side * side),
+                };
+                let os = entry["os"].as_str().unwrap();
+                let q = format!(
+                    "reserve {vae} {op} {side}x{side} --tile {tile} --dtype {dtype} --backend {b} --allocator {a} --os {os}",
+                    vae = entry["vae"].as_str().unwrap(),
+                    b = entry["conv_backend"].as_str().unwrap(),
+                    a = entry["allocator"].as_str().unwrap(),
+                );
+                let mut c = crate::common::vramfit();
+                c.arg("--root").arg(&root).args(["--format", "json"]).args(q.split_whitespace());
+                let want: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+                let attention_caveat = entry["caveats"].to_string().contains("attention scores");
+                if want["rule"] == "attention-phase" {
+                    assert!(attention_caveat, "{q}: the entry must say the attention phase can set the price");
+                    continue;
+                }
+                if want["rule"] == "monotone-floor" {
+                    let says = entry["caveats"].to_string().contains("monotone");
+                    assert!(says, "{q}: the entry must say a smaller request can set the price");
+                    assert!(want["bytes"].as_u64() > Some(priced), "{q}: the lift only raises");
+                    continue;
+                }
+                assert_eq!(Some(priced), want["bytes"].as_u64(), "{host}: {q}");
+                compared += 1;
+            }
+        }
+        assert!(compared >= 2 * entries.len(), "{host}: {compared} prices compared");
+        // Every video line is listed with why, none is exported.
+        assert!(e["not_exported"].as_array().unwrap().iter().all(|n| n.as_str().unwrap().contains("video line")));
+    }
+}
+
+#[test]
+fn an_export_written_to_a_file_is_the_json_it_prints_and_a_wrong_host_is_refused() {
+    let root = crate::common::data_root();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("constants.json");
+    let out = crate::common::vramfit()
+        .arg("--root")
+        .arg(&root)
+        .args(["export", "--host", "invokeai", "--out"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed = crate::common::vramfit()
+        .arg("--root")
+        .arg(&root)
+        .args(["--format", "json", "export", "--host", "invokeai"])
+        .output()
+        .unwrap();
+    let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(written, serde_json::from_slice::<Value>(&printed.stdout).unwrap());
+    let out = crate::common::vramfit()
+        .arg("--root")
+        .arg(&root)
+        .args(["export", "--host", "automatic1111", "--out"])
+        .arg(dir.path().join("x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invokeai or comfyui"));
+    assert!(!dir.path().join("x.json").exists(), "a refusal writes nothing");
+}

@@ -138,6 +138,12 @@ Exit codes: 0 registered, 2 usage or input error (nothing is written).")]
         #[command(subcommand)]
         action: FamilyAction,
     },
+    /// The shipped lines as a host's own constants (InvokeAI's or ComfyUI's formula), with provenance.
+    #[command(after_help = "Examples:\n  vramfit export --host invokeai --out vramfit_invokeai.json\n  \
+vramfit export --host comfyui --format json\n\n\
+Each entry, priced by the export's `formula`, is `vramfit reserve` for its own key inside its measured range \
+(docs/hosts.md).")]
+    Export(ExportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -388,6 +394,16 @@ pub(super) struct CrossvalArgs {
 }
 
 #[derive(Args, Debug)]
+pub(super) struct ExportArgs {
+    /// The host whose formula the constants are for: invokeai or comfyui.
+    #[arg(long, value_name = "HOST")]
+    pub(super) host: String,
+    /// Write the export (JSON) to this file, atomically [default: print it].
+    #[arg(long, value_name = "FILE")]
+    pub(super) out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub(super) struct PlotArgs {
     /// Folder for the SVGs and index.html [default: plots under --root].
     #[arg(long, value_name = "DIR")]
@@ -472,13 +488,16 @@ pub(super) fn formats_of(command: &str) -> Option<&'static [Format]> {
         "report" => <crate::evidence::BundleReport as Report>::FORMATS,
         "points" => <crate::points::summary::PointList as Report>::FORMATS,
         "family" => <crate::family::FamilyAddReport as Report>::FORMATS,
+        "export" => <crate::export::Export as Report>::FORMATS,
         _ => return None,
     })
 }
 
 /// The subcommands that print a result in a choice of formats, in help order.
-const FORMATTED: &[&str] =
-    &["ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points", "family"];
+const FORMATTED: &[&str] = &[
+    "ingest", "fit", "emit", "verify", "reserve", "plan", "diff", "crossval", "plot", "report", "points", "family",
+    "export",
+];
 
 pub(super) fn format_names(formats: &[Format]) -> Vec<String> {
     formats.iter().map(|f| f.as_str().to_string()).collect()
@@ -647,6 +666,7 @@ impl Command {
             Command::Plot(_) => "plot",
             Command::Report(_) => "report",
             Command::Points(_) => "points",
+            Command::Export(_) => "export",
             Command::Schema { .. } => "schema",
             Command::Completions { .. } => "completions",
             Command::Man => "man",

@@ -298,6 +298,7 @@ fn run_command(
             Ok(Found::Nothing)
         }
         Command::Points(a) => s.show(commands::points::run(&root, &point_filter(a))?),
+        Command::Export(a) => s.show(commands::export::run(&root, &a.host, a.out.as_deref())?),
         Command::Family { action: args::FamilyAction::Add(a) } => {
             let class =
                 a.class.as_deref().and_then(|c| crate::registry::ArchClass::ALL.into_iter().find(|k| k.as_str() == c));

@@ -7,6 +7,7 @@
 pub mod crossval;
 pub mod diff;
 pub mod emit;
+pub mod export;
 pub mod family;
 pub mod fit;
 pub mod ingest;

@@ -7,6 +7,7 @@
 pub mod bundle;
 mod crossval;
 mod diff;
+mod export;
 mod fit;
 mod grid;
 mod ingest;
