@@ -86,7 +86,11 @@ pub fn each_of_root(root: &std::path::Path, host: Option<&str>) -> Result<Vec<Ag
     let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
     let known = hosts(&inp.policy);
     if let Some(h) = host.filter(|h| !known.iter().any(|k| k == h)) {
-        bail!("--against {h}: the policy declares no estimator of that host (declared: {})", known.join(", "));
+        let declared = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+        bail!(
+            "--against {h}: the policy declares no estimator of that host (declared: {declared}); add \
+             [[host_estimator]] entries to fits/policy.toml (docs/hosts.md)"
+        );
     }
     let path = root.join("fits/vae.json");
     let text = crate::fsio::read_text(&path)?;
