@@ -94,7 +94,8 @@ def row(point, runs, facts, device):
         "run": point.run,
         "runs": runs,
         "aggregate": "single",
-        "context": "isolated",
+        # One fresh process per run: the op's first use in it (docs/data.md, "Context").
+        "context": "fresh",
         "reserved_bytes": facts["reserved"],
         "allocated_bytes": facts["allocated"],
         "driver_bytes": facts["driver"],

@@ -30,6 +30,8 @@ pub struct PricedPoint {
     pub simulated: bool,
     /// The device the point was measured on, as its row names it.
     pub device: Option<Text>,
+    /// How its figure was taken (None: the row does not say).
+    pub context: Option<crate::vocab::Context>,
 }
 
 /// A line with everything `fit`, `emit` and `verify` need to know about it.
@@ -172,6 +174,7 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
                 reserve,
                 simulated: p.is_simulated(),
                 device: p.device.clone(),
+                context: p.context,
             })
         })
         .collect::<Result<_>>()?;
@@ -244,6 +247,9 @@ pub struct FitLine {
     pub over_bound: Vec<Text>,
     /// Why a line is carried or insufficient.
     pub reason: Option<String>,
+    /// Its points by how each figure was taken (`unsaid`: the row does not
+    /// say): a line of more than one context says so (docs/data.md, "Context").
+    pub contexts: std::collections::BTreeMap<String, usize>,
 }
 
 /// What `fit` shows: every line, sorted by key, and what `verify` would say.
@@ -274,6 +280,21 @@ impl Line {
             max_ratio: self.max_ratio.map(|m| m.to_decimal_ceil(4)),
             over_bound: self.over_bound.clone(),
             reason: self.reason.clone(),
+            contexts: self.contexts(),
         }
     }
+
+    /// Its points counted by context (`unsaid` where a row does not say).
+    pub fn contexts(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut out = std::collections::BTreeMap::new();
+        for p in &self.points {
+            *out.entry(p.context.map_or("unsaid", |c| c.as_str()).to_string()).or_insert(0) += 1;
+        }
+        out
+    }
+}
+
+/// A line's contexts in words, where it has more than one: `fresh 14, warm 6`.
+pub fn mixed_contexts(contexts: &std::collections::BTreeMap<String, usize>) -> Option<String> {
+    (contexts.len() > 1).then(|| contexts.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "))
 }

@@ -111,6 +111,8 @@ fn a_fake_run_is_ingested_resumed_and_keeps_oom_points_apart() {
     assert_eq!((native["allocator"].as_str(), pool["allocator"].as_str()), (Some("native"), Some("cudaMallocAsync")));
     assert_ne!(native["reserved_bytes"], pool["reserved_bytes"]);
     assert_eq!(find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r2")["run"], 2);
+    // One fresh process per run: every row says so (docs/data.md, "Context").
+    assert_eq!((native["context"].as_str(), pool["context"].as_str()), (Some("fresh"), Some("fresh")));
     assert_eq!(native["metadata"]["harness"], "0.1.0");
     assert!(native["metadata"]["config_source"].as_str().unwrap().contains("stable-diffusion-xl-base-1.0"));
     // A restart writes nothing new; a lost last row is measured again.

@@ -403,6 +403,8 @@ fn invokeai_importer_matches_the_reshaped_csv() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let imported: serde_json::Value =
         serde_json::from_slice(&fs::read(root.path().join("measurements/vae.json")).unwrap()).unwrap();
+    // The benchmark averages its runs after warm-ups: every point is warm.
+    assert!(imported["points"].as_array().unwrap().iter().all(|p| p["context"] == "warm"));
     let shipped: serde_json::Value =
         serde_json::from_slice(&fs::read(data_root().join("measurements/vae.json")).unwrap()).unwrap();
     let fields = [

@@ -110,3 +110,55 @@ fn a_line_lists_exactly_the_points_the_fit_grouped_into_it() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tile: 'zero'"));
     vramfit().args(["points", "--line", "sd/decode/0/cudnn/native/any/fp16", "--os", "linux"]).assert().code(2);
 }
+
+#[test]
+fn a_line_of_fresh_and_warm_points_says_so_and_each_point_shows_its_context() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("fits")).unwrap();
+    std::fs::write(root.path().join("fits/policy.toml"), "[vae.sd]\nmodels = [\"sdxl\"]\n").unwrap();
+    let mut csv = String::from(
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,context,reserved_bytes\n",
+    );
+    for (id, context, side, demand) in [
+        ("w1", "warm", 512u64, 1_000_000_000u64),
+        ("w2", "warm", 1024, 4_000_000_000),
+        ("f1", "fresh-process", 768, 2_500_000_000),
+        ("u1", "", 1536, 9_000_000_000),
+    ] {
+        csv.push_str(&format!("{id},t,cudnn,native,linux,sd,decode,0,fp16,{side},{side},1,{context},{demand}\n"));
+    }
+    std::fs::write(root.path().join("p.csv"), csv).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(root.path().join("p.csv")).assert().code(0);
+    // `fresh-process` is stored as `fresh`; an empty cell says nothing.
+    let listed = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "points"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let context = |id: &str| v["points"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap()["context"].clone();
+    assert_eq!((context("f1"), context("w1"), context("u1")), ("fresh".into(), "warm".into(), serde_json::Value::Null));
+    let table = stdout_of(
+        &vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["points", "--line", "sd/decode/0/cudnn/native/any/fp16"])
+            .output()
+            .unwrap(),
+    );
+    assert!(table.contains(" fresh "), "{table}");
+    assert!(table.contains("taken in more than one context (fresh 1, unsaid 1, warm 2)"), "{table}");
+    let fit = vramfit().arg("--root").arg(root.path()).arg("fit").output().unwrap();
+    let text = stdout_of(&fit);
+    assert!(text.contains("note: sd/decode/0/cudnn/native/any/fp16 mixes points taken in different contexts (fresh 1, unsaid 1, warm 2)"), "{text}");
+    let fit = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "fit"]).output().unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&fit.stdout).unwrap();
+    assert_eq!(j["lines"][0]["contexts"], serde_json::json!({"fresh": 1, "unsaid": 1, "warm": 2}));
+    // A line of one context says nothing.
+    let one = tempfile::tempdir().unwrap();
+    copy_dir(&root.path().join("fits"), &one.path().join("fits"));
+    let csv = std::fs::read_to_string(root.path().join("p.csv"))
+        .unwrap()
+        .replace("fresh-process", "warm")
+        .replace(",,", ",warm,");
+    std::fs::write(one.path().join("p.csv"), csv).unwrap();
+    vramfit().arg("--root").arg(one.path()).arg("ingest").arg(one.path().join("p.csv")).assert().code(0);
+    let text = stdout_of(&vramfit().arg("--root").arg(one.path()).arg("fit").output().unwrap());
+    assert!(!text.contains("mixes points"), "{text}");
+}

@@ -463,7 +463,7 @@ mod tests {
             run: (r.below(2) == 0).then(|| r.next() as u32),
             runs: (r.below(2) == 0).then(|| r.next() as u32),
             aggregate: (r.below(2) == 0).then(|| Aggregate::ALL[pick(r, 3)]),
-            context: (r.below(2) == 0).then(|| Context::ALL[pick(r, 2)]),
+            context: (r.below(2) == 0).then(|| Context::ALL[pick(r, Context::ALL.len())]),
             note: r.opt_text(),
             metadata: (0..r.below(3)).map(|_| (r.text(), r.text())).collect(),
         }

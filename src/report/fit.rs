@@ -80,6 +80,15 @@ impl Report for FitReport {
             s.push_str(&grid(&["line", "points", "reason"], ins, &[1]));
             s.push('\n');
         }
+        for l in &self.lines {
+            if let Some(mixed) = crate::lines::mixed_contexts(&l.contexts) {
+                s.push_str(&format!(
+                    "note: {} mixes points taken in different contexts ({mixed}): a fresh process's figure \
+                     holds its first use, a warm one does not (docs/data.md, \"Context\")\n",
+                    l.key
+                ));
+            }
+        }
         let over: usize = self.lines.iter().map(|l| l.over_bound.len()).sum();
         s.push_str(&format!(
             "{} lines fitted or carried, {} not fitted; margin {}, ratio bound {}: {} point(s) over the bound\n",
@@ -95,6 +104,11 @@ impl Report for FitReport {
 
     fn markdown(&self) -> Option<String> {
         let mut s = markdown_table(FIT_HEADERS, &fit_rows(self));
+        for l in &self.lines {
+            if let Some(mixed) = crate::lines::mixed_contexts(&l.contexts) {
+                s.push_str(&format!("\n`{}` mixes points taken in different contexts ({mixed}).  ", l.key));
+            }
+        }
         findings_markdown(&mut s, &self.findings);
         Some(s)
     }

@@ -21,6 +21,7 @@ impl Report for PointList {
                         f => format!("{}x{}x{}, {f} frames", p.width, p.height, p.batch),
                     },
                     p.pixels.to_string(),
+                    p.context.map_or("-", |c| c.as_str()).to_string(),
                     mib2(p.demand_bytes),
                     opt(p.reserved_bytes),
                     opt(p.allocated_bytes),
@@ -34,17 +35,25 @@ impl Report for PointList {
                 "key (vae/op/tile/backend/allocator/os/dtype)",
                 "WxHxB",
                 "pixels",
+                "context",
                 "demand MiB",
                 "reserved",
                 "allocated",
                 "driver",
             ],
             rows,
-            &[3, 4, 5, 6, 7],
+            &[3, 5, 6, 7, 8],
         );
         match &self.line {
             Some(key) => {
                 s.push_str(&format!("\n{} points in line {key}, as the fit groups them", self.points.len()));
+                let mut contexts = std::collections::BTreeMap::new();
+                for p in &self.points {
+                    *contexts.entry(p.context.map_or("unsaid", |c| c.as_str()).to_string()).or_insert(0usize) += 1;
+                }
+                if let Some(mixed) = crate::lines::mixed_contexts(&contexts) {
+                    s.push_str(&format!(", taken in more than one context ({mixed})"));
+                }
                 if !self.excluded.is_empty() {
                     s.push_str(&format!("; excluded by the policy: {}", self.excluded.join(", ")));
                 }

@@ -152,8 +152,18 @@ vocabulary!(
 );
 
 vocabulary!(
-    /// Whether the VAE ran alone (`isolated`) or inside a whole generation.
-    Context, "context", { Isolated => "isolated", Generation => "generation" }
+    /// How a point's figure was taken (docs/data.md, "Context"): the op
+    /// alone in a fresh process, its first use (`fresh`: the CUDA
+    /// libraries' kernels load with the first convolution and count); alone
+    /// after earlier runs of the same op in the process (`warm`); inside a
+    /// whole generation (`generation`); or alone, the source not saying
+    /// which of the first two (`isolated`).
+    Context, "context", {
+        Isolated => "isolated",
+        Generation => "generation",
+        Fresh => "fresh" | "fresh-process",
+        Warm => "warm",
+    }
 );
 
 impl Dtype {
