@@ -59,6 +59,8 @@ pub enum Code {
     /// A family's demand over its traced bytes outside its class's band on
     /// a platform (the other families', widened by the traced margin).
     TracedBand,
+    /// A declared first use that its platform's fresh points do not prove.
+    FirstUse,
 }
 
 impl Code {
@@ -83,6 +85,7 @@ impl Code {
         Code::Monotone,
         Code::Attention,
         Code::TracedBand,
+        Code::FirstUse,
     ];
 
     /// The stable spelling, as in JSON.
@@ -107,6 +110,7 @@ impl Code {
             Code::Monotone => "monotone",
             Code::Attention => "attention",
             Code::TracedBand => "traced-band",
+            Code::FirstUse => "first-use",
         }
     }
 }

@@ -1151,3 +1151,72 @@ fn verify_catches_a_pricer_without_the_monotone_composition() {
     assert!(!monotone.is_empty(), "{:?}", broken.findings);
     assert!(monotone.iter().any(|m| m.contains("below")), "{monotone:?}");
 }
+
+#[test]
+fn a_first_use_its_fresh_points_do_not_prove_is_a_finding() {
+    // Three fresh points of one platform whose driver delta is 100 MiB
+    // (and, at the largest, 120 MiB) above the reserved delta.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("fits")).unwrap();
+    let policy = |mib: u64, allocator: &str| {
+        format!(
+            "[vae.sd]\nmodels = [\"sdxl\"]\n\n[[first_use]]\nconv_backend = \"cudnn\"\nallocator = \"{allocator}\"\n\
+             os = \"linux\"\nmib = {mib}\nsource = \"a test\"\n"
+        )
+    };
+    let mut csv = String::from(
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,context,reserved_bytes,driver_bytes\n",
+    );
+    for (id, side, reserved, over) in
+        [("a", 512u64, 1u64 << 30, 100u64), ("b", 1024, 4 << 30, 100), ("c", 1536, 9 << 30, 120)]
+    {
+        csv.push_str(&format!(
+            "{id},t,cudnn,native,linux,sd,decode,0,fp16,{side},{side},1,fresh,{reserved},{}\n",
+            reserved + over * 1_048_576
+        ));
+    }
+    // A warm point with a larger gap proves nothing: only fresh points count.
+    csv.push_str(&format!(
+        "w,t,cudnn,native,linux,sd,decode,0,fp16,2048,2048,1,warm,{},{}\n",
+        16u64 << 30,
+        (16u64 << 30) + (500 << 20)
+    ));
+    std::fs::write(root.path().join("p.csv"), csv).unwrap();
+    let run = |policy_text: String| {
+        std::fs::write(root.path().join("fits/policy.toml"), policy_text).unwrap();
+        vramfit().arg("--root").arg(root.path()).args(["emit", "--force"]).output().unwrap();
+        vramfit().arg("--root").arg(root.path()).args(["--format", "json", "verify"]).output().unwrap()
+    };
+    std::fs::write(root.path().join("fits/policy.toml"), policy(120, "native")).unwrap();
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(root.path().join("p.csv")).assert().code(0);
+    let first_use = |out: &std::process::Output| -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "first-use").cloned().collect()
+    };
+    // 120 MiB is what they prove: no finding; the shipped file says so.
+    let ok = run(policy(120, "native"));
+    assert!(first_use(&ok).is_empty(), "{}", String::from_utf8_lossy(&ok.stdout));
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
+    assert_eq!(shipped["first_use"][0]["measured_mib"], 120);
+    assert_eq!(shipped["first_use"][0]["points"], serde_json::json!(["a", "b", "c"]));
+    // Declared low (or high): a finding naming both figures.
+    for wrong in [100u64, 166] {
+        let bad = run(policy(wrong, "native"));
+        let f = first_use(&bad);
+        assert_eq!(f.len(), 1, "{wrong}");
+        assert!(
+            f[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("declared {wrong} MiB; its 3 fresh point(s) prove 120 MiB")),
+            "{f:?}"
+        );
+        assert_eq!(bad.status.code(), Some(1));
+    }
+    // A platform no fresh point measured: nothing proves it.
+    let none = run(policy(120, "cudaMallocAsync"));
+    let f = first_use(&none);
+    assert_eq!(f.len(), 1);
+    assert!(f[0]["message"].as_str().unwrap().contains("no included fresh point"), "{f:?}");
+}

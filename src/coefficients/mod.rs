@@ -20,7 +20,40 @@ use crate::policy::Policy;
 /// from them: the lines, the traced section, the digests.
 pub fn build_from(lines: &[Line], inputs: &crate::workspace::Inputs) -> anyhow::Result<CoefficientsFile> {
     let traced = crate::traced::section(&inputs.traces, &inputs.points, &inputs.policy)?;
-    Ok(build(lines, &inputs.policy, traced, inputs.points_digest(), &inputs.policy_digest))
+    let mut file = build(lines, &inputs.policy, traced, inputs.points_digest(), &inputs.policy_digest);
+    file.first_use = first_use(&inputs.policy, &inputs.points);
+    Ok(file)
+}
+
+/// Each declared first use with what its platform's fresh points prove:
+/// `max(driver − reserved)` over the included fresh points of its conv
+/// backend, allocator and OS (any OS for `any`) that carry both deltas,
+/// in MiB rounded up (docs/fit.md, "First use").
+pub fn first_use(policy: &Policy, points: &[crate::points::Point]) -> Vec<crate::contract::file::FirstUse> {
+    policy
+        .first_use
+        .iter()
+        .map(|d| {
+            let proving: Vec<(&crate::points::Point, u64)> = points
+                .iter()
+                .filter(|p| !policy.is_excluded(&p.id) && p.context == Some(crate::vocab::Context::Fresh))
+                .filter(|p| p.key.conv_backend == d.conv_backend && p.key.allocator == d.allocator)
+                .filter(|p| d.os == crate::vocab::Os::Any || p.key.os == d.os)
+                .filter_map(|p| Some((p, p.driver_bytes?.saturating_sub(p.reserved_bytes?))))
+                .collect();
+            let mut ids: Vec<String> = proving.iter().map(|(p, _)| p.id.to_string()).collect();
+            ids.sort();
+            crate::contract::file::FirstUse {
+                conv_backend: d.conv_backend,
+                allocator: d.allocator,
+                os: d.os,
+                mib: d.mib,
+                measured_mib: proving.iter().map(|(_, b)| *b).max().unwrap_or(0).div_ceil(MIB),
+                points: ids,
+                source: d.source.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Builds the shipped file from assembled lines.
@@ -102,6 +135,7 @@ pub fn build(
         attention: policy.attention.clone(),
         video: policy.video.clone(),
         traced,
+        first_use: Vec::new(),
         digests: Digests { points: points_digest.to_string(), policy: policy_digest.to_string() },
     }
 }

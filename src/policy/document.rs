@@ -58,6 +58,23 @@ pub struct PolicyFile {
     pub traced: Option<At<TracedEntry>>,
     /// The hosts' own image estimators, for `crossval --against` (docs/hosts.md).
     pub host_estimator: Option<Vec<At<HostEstimatorEntry>>>,
+    /// Each platform's first use, proven from its fresh points (docs/fit.md, "First use").
+    pub first_use: Option<Vec<At<FirstUseEntry>>>,
+}
+
+/// One `[[first_use]]`: what a fresh process's first run of an op adds on
+/// a platform, in MiB, which `verify` holds to `max(driver − reserved)`
+/// over the platform's fresh points.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FirstUseEntry {
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    /// The OS of the points (default `any`: every OS).
+    pub os: Option<Os>,
+    pub mib: Count,
+    /// Where the figure comes from.
+    pub source: Said,
 }
 
 /// One `[[host_estimator]]`: a host's published image estimator for one

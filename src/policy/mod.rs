@@ -87,6 +87,18 @@ pub struct Policy {
     pub traced: Option<TracedMargin>,
     /// The hosts' own image estimators (`crossval --against`).
     pub host_estimators: Vec<hosts::HostEstimator>,
+    /// Each platform's declared first use (docs/fit.md, "First use").
+    pub first_use: Vec<DeclaredFirstUse>,
+}
+
+/// `[[first_use]]` as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredFirstUse {
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+    pub mib: u64,
+    pub source: String,
 }
 
 /// Output pixels, frames and batch of a run or a point.

@@ -7,6 +7,7 @@
 mod attention_checks;
 mod audit;
 mod certificate;
+mod first_use_checks;
 pub mod fresh;
 mod pricing_checks;
 mod reproduce;
@@ -175,6 +176,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     video_checks::own_lines(&mut cx);
     video_checks::estimate_floor(&mut cx);
     traced_checks::bands(&mut cx);
+    first_use_checks::first_use(&mut cx);
     (cx.findings, cx.pricings)
 }
 

@@ -97,8 +97,10 @@ impl Place<'_> {
             }
         };
         let host_estimators = self.host_estimators(d.host_estimator, &registry)?;
+        let first_use = self.first_use(d.first_use)?;
         Ok(Policy {
             host_estimators,
+            first_use,
             margin,
             ratio_bound,
             min_sizes: d.min_sizes.map_or(3, |m| m.0 as usize),

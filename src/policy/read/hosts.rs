@@ -54,3 +54,29 @@ impl Place<'_> {
         Ok(out)
     }
 }
+
+impl Place<'_> {
+    /// `[[first_use]]`: one entry per platform.
+    pub(super) fn first_use(
+        &self,
+        entries: Option<Vec<At<crate::policy::document::FirstUseEntry>>>,
+    ) -> Result<Vec<crate::policy::DeclaredFirstUse>> {
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for (i, At { span, value: e }) in entries.unwrap_or_default().into_iter().enumerate() {
+            let os = e.os.unwrap_or(crate::vocab::Os::Any);
+            if !seen.insert((e.conv_backend, e.allocator, os)) {
+                let what = format!("{} {} {os} is declared twice", e.conv_backend, e.allocator);
+                bail!(self.err(&span, &format!("first_use[{}]", i + 1), what));
+            }
+            out.push(crate::policy::DeclaredFirstUse {
+                conv_backend: e.conv_backend,
+                allocator: e.allocator,
+                os,
+                mib: e.mib.0,
+                source: e.source.0,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -5,7 +5,7 @@ use super::key::LineKey;
 use super::rules::{AllocatorDefault, Attention, Legacy, OsSpecific, Tiling};
 use crate::exact::Ratio;
 use crate::registry::VaeEntry;
-use crate::vocab::Allocator;
+use crate::vocab::{Allocator, ConvBackend, Os};
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,8 +96,32 @@ pub struct CoefficientsFile {
     /// `[traced]` margin declared).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced: Option<super::traced::TracedSection>,
+    /// Each platform's first use, declared in the policy and proven from
+    /// its fresh-process points (docs/fit.md, "First use"; absent: none
+    /// declared).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_use: Vec<FirstUse>,
     /// Digests of the inputs this file was emitted from.
     pub digests: Digests,
+}
+
+/// What a fresh process's first run of an op adds on a platform: the CUDA
+/// libraries' kernels, loaded by the first convolution, counted by the
+/// driver and never by the caching allocator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FirstUse {
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+    /// Declared, MiB.
+    pub mib: u64,
+    /// `max(driver − reserved)` over the proving points, MiB rounded up:
+    /// `verify` holds `mib` to it.
+    pub measured_mib: u64,
+    /// The fresh points of the platform with both deltas, sorted.
+    pub points: Vec<String>,
+    pub source: String,
 }
 
 /// Rounding steps.
