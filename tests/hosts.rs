@@ -7,20 +7,10 @@
 
 use crate::common::repo;
 use serde_json::{json, Value};
-use std::io::Write;
 use vramfit::pricing::platform::EnvSnapshot;
 
 fn python_run(input: &Value) -> Vec<Value> {
-    let mut child = crate::python_package::python()
-        .arg(repo().join("tests/python/hosts.py"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 is needed for the hosts test");
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the Python side failed");
-    serde_json::from_slice(&out.stdout).unwrap()
+    crate::python_package::python_json("hosts.py", input)
 }
 
 /// The CLI's answer (exit 0: its JSON; exit 2: its first error line).

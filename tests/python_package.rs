@@ -329,15 +329,21 @@ pub(crate) fn python() -> std::process::Command {
 }
 
 pub(crate) fn python_answers(input: &Value) -> Vec<Value> {
+    python_json("agree.py", input)
+}
+
+/// Runs `tests/python/SCRIPT` with `input` as JSON on standard input and
+/// reads the JSON list it prints.
+pub(crate) fn python_json(script: &str, input: &Value) -> Vec<Value> {
     let mut child = python()
-        .arg(repo().join("tests/python/agree.py"))
+        .arg(repo().join("tests/python").join(script))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("python3 is needed for the agreement test");
+        .expect("python3 is needed for the agreement tests");
     child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the Python side failed");
+    assert!(out.status.success(), "the Python side of {script} failed");
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -24,19 +24,29 @@ fn traces(family: &str, per_pixel: u64, fixed: u64, facts: &str) -> String {
     t
 }
 
+/// An empty root with `policy` and a `measurements/traced/` folder.
+fn root_with(policy: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("fits")).unwrap();
+    fs::create_dir_all(dir.path().join("measurements/traced")).unwrap();
+    fs::write(dir.path().join("fits/policy.toml"), policy).unwrap();
+    dir
+}
+
+/// `points.csv` of `root` ingested, then emitted.
+fn ingest_and_emit(root: &Path) {
+    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
+    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+}
+
 /// A root of two measured kl-2d families (SD at 2× its trace, FLUX.1 at 3×)
 /// and a traced margin of 0.5 (which their bands need), emitted.
 fn measured_root() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    fs::create_dir_all(root.join("fits")).unwrap();
-    fs::create_dir_all(root.join("measurements/traced")).unwrap();
-    fs::write(
-        root.join("fits/policy.toml"),
+    let dir = root_with(
         "[vae.sd]\nclass = \"kl-2d\"\nmodels = [\"sdxl\"]\n\n[vae.flux1]\nclass = \"kl-2d\"\n\n\
          [traced]\nmargin = \"0.5\"\nreason = \"a test\"\n",
-    )
-    .unwrap();
+    );
+    let root = dir.path();
     let mut csv =
         String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
     for (family, per_pixel, times) in [("sd", 1000u64, 2u64), ("flux1", 2000, 3)] {
@@ -53,8 +63,7 @@ fn measured_root() -> tempfile::TempDir {
         }
     }
     fs::write(root.join("points.csv"), csv).unwrap();
-    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
-    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    ingest_and_emit(root);
     dir
 }
 
@@ -311,15 +320,8 @@ fn every_video_family_answers_from_a_line_or_its_trace() {
 /// grows more slowly than its trace (1500 B/px, no base), and its encode
 /// line (no base) faster than its trace (a 3 GiB traced base), emitted.
 fn past_range_root() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = root_with("[vae.sd]\nclass = \"kl-2d\"\n\n[traced]\nmargin = \"0.5\"\nreason = \"a test\"\n");
     let root = dir.path();
-    fs::create_dir_all(root.join("fits")).unwrap();
-    fs::create_dir_all(root.join("measurements/traced")).unwrap();
-    fs::write(
-        root.join("fits/policy.toml"),
-        "[vae.sd]\nclass = \"kl-2d\"\n\n[traced]\nmargin = \"0.5\"\nreason = \"a test\"\n",
-    )
-    .unwrap();
     let mut csv =
         String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
     let mut t = HEAD.to_string();
@@ -337,8 +339,7 @@ fn past_range_root() -> tempfile::TempDir {
     }
     fs::write(root.join("measurements/traced/sd.csv"), t).unwrap();
     fs::write(root.join("points.csv"), csv).unwrap();
-    vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("points.csv")).assert().code(0);
-    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    ingest_and_emit(root);
     dir
 }
 

@@ -773,14 +773,19 @@ class Coefficients:
         past = self._past_range(key, coef, at)
         return own if past is None else max(own, past["bytes"])
 
+    def _shape_of(self, key, tile):
+        """The family's traced shape for ``key``'s op, dtype and temporal tile at spatial tile ``tile`` (None: no
+        traced section, or no such shape)."""
+        return next((s for s in (self.traced or {}).get("shapes", []) if (s["vae"], s["op"], s["dtype"], s["tile"],
+                     s.get("temporal_tile")) == (key.vae, key.op, key.dtype, tile, key.temporal_tile)), None)
+
     def _past_range(self, key, coef, at):
         """The trace's growth past ``key``'s measured range where it prices above the line's formula (the
         answer's ``follows_trace``), else None."""
         if coef.size_range is None or self.traced is None or at <= coef.size_range[1]:
             return None
         end = coef.size_range[1]
-        shape = next((s for s in self.traced["shapes"] if (s["vae"], s["op"], s["dtype"], s["tile"],
-                      s.get("temporal_tile")) == (key.vae, key.op, key.dtype, key.tile, key.temporal_tile)), None)
+        shape = self._shape_of(key, key.tile)
         if shape is None:
             return None
         slope, base = Fraction(shape["slope"]), Fraction(shape["base"])
@@ -832,12 +837,9 @@ class Coefficients:
         if section is None or cls is None:
             return None
 
-        def find(tile):
-            return next((s for s in section["shapes"] if (s["vae"], s["op"], s["dtype"], s["tile"],
-                         s.get("temporal_tile")) == (key.vae, key.op, key.dtype, tile, key.temporal_tile)), None)
-        shape, copies = find(key.tile), 0
+        shape, copies = self._shape_of(key, key.tile), 0
         if shape is None and tile_on is not None and key.tile != 0:
-            shape = find(0)
+            shape = self._shape_of(key, 0)
             at, copies = tile_on
         if shape is None:
             return None

@@ -97,8 +97,8 @@ impl HostEstimator {
         u64::try_from(v.floor()).ok()
     }
 
-    /// Whether it is the estimator for this family, op and backend: one
-    /// naming the backend, else one naming none.
+    /// The host's estimator for this family, op and backend: the one
+    /// naming the backend, else the one naming none.
     pub fn for_call<'a>(
         all: &'a [HostEstimator],
         host: &str,

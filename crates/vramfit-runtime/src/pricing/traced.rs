@@ -84,8 +84,7 @@ impl Coefficients {
     ) -> Result<Option<TracedOn<'_>>> {
         let Some(section) = self.file.traced.as_ref() else { return Ok(None) };
         let Some(class) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.class) else { return Ok(None) };
-        let find =
-            |tile: u32| section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile));
+        let find = |tile: u32| self.shape_of(key, tile);
         let (shape, at, copies) = match (find(key.tile), tile_on) {
             (Some(s), _) => (s, at, 0),
             (None, Some((tile_pixels, copies))) if key.tile != 0 => match find(0) {
@@ -161,6 +160,13 @@ impl PastRange<'_> {
 }
 
 impl Coefficients {
+    /// The family's traced shape for `key`'s op, dtype and temporal tile at
+    /// spatial tile `tile` (None: no traced section, or no such shape).
+    fn shape_of(&self, key: &LineKey, tile: u32) -> Option<&TracedShape> {
+        let section = self.file.traced.as_ref()?;
+        section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile))
+    }
+
     /// What the measured line `key` prices at `at`: its formula, or past
     /// its largest measured size the formula's price there grown as the
     /// family's traced shape for the same key grows, where that is higher.
@@ -176,9 +182,7 @@ impl Coefficients {
     /// for the key, or a trace that grows no faster).
     pub(super) fn past_range(&self, key: &LineKey, coef: &LineCoef, at: u64) -> Result<Option<PastRange<'_>>> {
         let Some([_, end]) = coef.size_range else { return Ok(None) };
-        let Some(section) = self.file.traced.as_ref().filter(|_| at > end) else { return Ok(None) };
-        let found = section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, key.tile, key.temporal_tile));
-        let Some(shape) = found else { return Ok(None) };
+        let Some(shape) = self.shape_of(key, key.tile).filter(|_| at > end) else { return Ok(None) };
         let too_large = || super::too_large(crate::words::RESERVATION_TOO_LARGE.text);
         let (Some(traced_at_end), Some(traced_at)) = (shape.at(end), shape.at(at)) else { return Err(too_large()) };
         if traced_at_end == 0 {
