@@ -13,6 +13,7 @@ use crate::fit::{self, FitPoint};
 use crate::lines::{group, Line, LineKind};
 use crate::points::{LineKey, Point};
 use crate::policy::Policy;
+use crate::traced::Shapes;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -119,14 +120,35 @@ fn fold_label(by: HoldOut, p: &Point, policy: &Policy) -> String {
     }
 }
 
-/// Where a point sits on its line: `(x, demand − clip term)`, and its clip
-/// term (`Policy::fit_coordinates`; a video point: working set and clip copies).
+/// Where a point sits on its line: `(x, own demand − clip term)`, and its
+/// clip term (`Policy::fit_coordinates`; a video point: working set and
+/// clip copies). The own demand is what `lines` fits (a fresh point's
+/// demand less its first use).
 fn xy(p: &Point, policy: &Policy) -> (u64, u64, u64) {
     let (x, clip) = policy.fit_coordinates(p).unwrap_or((p.pixels, 0));
-    (x, p.demand_bytes.saturating_sub(clip), clip)
+    (x, policy.own_demand(p).saturating_sub(clip), clip)
 }
 
-fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Result<LineCheck> {
+/// What a refit line prices at `x`, as `reserve` prices a measured line
+/// (docs/traced.md, "Past the measured range"): its formula, or past its
+/// largest training size `end` that price grown as the family's traced
+/// shape for the point's key grows, where that is higher.
+fn line_price(r: &fit::Rounded, end: u64, x: u64, p: &Point, policy: &Policy, shapes: &Shapes) -> Result<u64> {
+    let own = fit::reserve_bytes(r.slope_centi, r.base_mib, x).map_err(|e| anyhow!("{e}"))?;
+    if x <= end {
+        return Ok(own);
+    }
+    let Some(key) = shapes.key_of(p, policy) else { return Ok(own) };
+    let (Some(at_end), Some(at)) = (shapes.at(&key, end), shapes.at(&key, x)) else { return Ok(own) };
+    if at_end == 0 {
+        return Ok(own);
+    }
+    let line_at_end = fit::reserve_bytes(r.slope_centi, r.base_mib, end).map_err(|e| anyhow!("{e}"))?;
+    let grown = crate::exact::ceil_div_u128(u128::from(line_at_end) * u128::from(at), u128::from(at_end));
+    Ok(own.max(u64::try_from(grown).map_err(|_| anyhow!("point {}: reservation too large", p.id))?))
+}
+
+fn check_line(line: &Line, pts: &[&Point], policy: &Policy, shapes: &Shapes, by: HoldOut) -> Result<LineCheck> {
     let folds: BTreeSet<String> = pts.iter().map(|p| fold_label(by, p, policy)).collect();
     let mut out = LineCheck::new(line.key.clone(), 0);
     if folds.len() < 2 {
@@ -149,11 +171,12 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, by: HoldOut) -> Resu
             .collect();
         let env = fit::envelope(&fp).map_err(|e| anyhow!("line {}: {e}", line.key))?;
         let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {}: {e}", line.key))?;
+        let end = sizes.last().copied().unwrap_or(0);
         out.folds += 1;
         for p in held {
             let (x, _, clip) = xy(p, policy);
-            let reserve = fit::reserve_bytes(r.slope_centi, r.base_mib, x).map_err(|e| anyhow!("{e}"))? + clip;
-            out.points.push(HeldOut::priced(p, reserve, fold.clone())?);
+            let reserve = line_price(&r, end, x, p, policy, shapes)? + clip;
+            out.points.push(HeldOut::priced(p, reserve, fold.clone(), policy)?);
         }
     }
     finish_check(out)
@@ -167,8 +190,13 @@ impl LineCheck {
 }
 
 impl HeldOut {
-    /// A held-out point and what was reserved for it.
-    fn priced(p: &Point, reserve: u64, fold: String) -> Result<HeldOut> {
+    /// A held-out point and what was reserved for the op, priced in the
+    /// point's own context: a fresh point's answer adds its first use
+    /// (docs/fit.md, "Demand per context").
+    fn priced(p: &Point, op_reserve: u64, fold: String, policy: &Policy) -> Result<HeldOut> {
+        let reserve = op_reserve
+            .checked_add(policy.first_use_bytes(p))
+            .ok_or_else(|| anyhow!("{}: reservation too large", p.id))?;
         let ratio = Ratio::new(i128::from(reserve), i128::from(p.demand_bytes))?;
         Ok(HeldOut {
             id: p.id.to_string(),
@@ -226,6 +254,7 @@ pub fn crossval(
     points: &[Point],
     policy: &Policy,
     lines: &[Line],
+    shapes: &Shapes,
     by: HoldOut,
     progress: &dyn crate::progress::Progress,
 ) -> Result<CrossvalReport> {
@@ -242,7 +271,7 @@ pub fn crossval(
     progress.start("crossval", fitted.len() as u64, crate::progress::Unit::Items);
     for line in fitted {
         let pts = groups.get(&line.key).map(Vec::as_slice).unwrap_or(&[]);
-        let c = check_line(line, pts, policy, by);
+        let c = check_line(line, pts, policy, shapes, by);
         progress.advance(1);
         let c = c.inspect_err(|_| progress.finish())?;
         if c.folds == 0 {
@@ -307,7 +336,7 @@ fn tile_folds(points: &[Point], policy: &Policy, lines: &[Line]) -> Result<Cross
             let copies = host
                 .copies_bytes(p.key.dtype, p.pixels)
                 .ok_or_else(|| anyhow!("point {}: output copies too large", p.id))?;
-            check.points.push(HeldOut::priced(p, line_bytes + copies, format!("tile {}", p.key.tile))?);
+            check.points.push(HeldOut::priced(p, line_bytes + copies, format!("tile {}", p.key.tile), policy)?);
         }
         checks.push(finish_check(check)?);
     }
@@ -353,7 +382,7 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
                 let reserve = priced(&calibration, c.traced)?
                     .checked_add(c.clip)
                     .ok_or_else(|| anyhow!("{}: too large", c.point.id))?;
-                check.points.push(HeldOut::priced(c.point, reserve, format!("family {family}"))?);
+                check.points.push(HeldOut::priced(c.point, reserve, format!("family {family}"), policy)?);
             }
             checks.push(finish_check(check)?);
         }
@@ -368,10 +397,13 @@ pub fn of_root(
     progress: &dyn crate::progress::Progress,
 ) -> Result<CrossvalReport> {
     let inp = crate::workspace::Workspace::new(root).inputs_strict(crate::workspace::Digest::Skip)?;
+    let shapes = crate::traced::Shapes::of(&inp.traces, &inp.policy)?;
     if by == HoldOut::Family {
-        let shapes = crate::traced::Shapes::of(&inp.traces, &inp.policy)?;
         return family_folds(&inp.points, &inp.policy, &shapes);
     }
+    // A line follows its trace past its range only where the shipped file
+    // carries the traces: with a `[traced]` margin declared.
+    let shapes = if inp.policy.traced.is_some() { shapes } else { Shapes::default() };
     let lines = crate::lines::assemble(&inp.points, &inp.policy)?;
-    crossval(&inp.points, &inp.policy, &lines, by, progress)
+    crossval(&inp.points, &inp.policy, &lines, &shapes, by, progress)
 }

@@ -22,6 +22,7 @@ pub struct PricedPoint {
     pub id: Text,
     /// Where the line prices the point: its pixels (a video point: its working set).
     pub pixels: u64,
+    /// The op's own demand (`Policy::own_demand`): what the line covers.
     pub demand: u64,
     /// The line's price at the point's size, plus a video point's clip term
     /// (None for an insufficient line).
@@ -144,7 +145,7 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
         let fp: Vec<FitPoint> = pts
             .iter()
             .zip(&coords)
-            .map(|(p, (x, clip))| FitPoint { x: *x, y: p.demand_bytes.saturating_sub(*clip), id: &p.id })
+            .map(|(p, (x, clip))| FitPoint { x: *x, y: policy.own_demand(p).saturating_sub(*clip), id: &p.id })
             .collect();
         let env = fit::envelope(&fp).map_err(|e| anyhow!("line {key}: {e}"))?;
         let r = fit::round(&env, policy.margin).map_err(|e| anyhow!("line {key}: {e}"))?;
@@ -170,7 +171,7 @@ fn line(key: LineKey, pts: &[&Point], policy: &Policy) -> Result<Line> {
             Ok(PricedPoint {
                 id: p.id.clone(),
                 pixels: *x,
-                demand: p.demand_bytes,
+                demand: policy.own_demand(p),
                 reserve,
                 simulated: p.is_simulated(),
                 device: p.device.clone(),

@@ -82,6 +82,12 @@ impl Shapes {
         self.0.iter()
     }
 
+    /// The shape a point's line follows: its family, op, dtype and tile
+    /// (None: no such shape).
+    pub fn key_of(&self, p: &Point, policy: &Policy) -> Option<ShapeKey> {
+        point_coordinates(p, policy).map(|(k, _, _)| k).filter(|k| self.0.contains_key(k))
+    }
+
     /// The trace at a point's own geometry, and the clip term its demand
     /// holds (0 for an image): its family, op, dtype and tile, at its line
     /// coordinate (batch included).
@@ -145,12 +151,14 @@ pub struct Calibrated<'p> {
     pub line: LineKey,
     pub traced: u64,
     pub clip: u64,
+    /// The op's own demand (`Policy::own_demand`).
+    pub own: u64,
 }
 
 impl Calibrated<'_> {
-    /// What the calibration fits: the demand less the clip term.
+    /// What the calibration fits: the op's own demand less the clip term.
     pub fn demand(&self) -> u64 {
-        self.point.demand_bytes.saturating_sub(self.clip)
+        self.own.saturating_sub(self.clip)
     }
 }
 
@@ -179,7 +187,7 @@ pub fn calibration_points<'p>(
             dtype: line.dtype,
             tile: line.tile,
         };
-        out.entry(key).or_default().push(Calibrated { point: p, line, traced, clip });
+        out.entry(key).or_default().push(Calibrated { point: p, line, traced, clip, own: policy.own_demand(p) });
     }
     out
 }

@@ -55,6 +55,7 @@ fn answers(text: &str) -> Option<Vec<String>> {
                                     allocator: Choice::Auto,
                                     os: Choice::Given(os),
                                     host: None,
+                                    warm: false,
                                 };
                                 out.push(match c.price(&q, &env) {
                                     Ok(p) => format!("{p:?}"),

@@ -61,6 +61,11 @@ fn cases() -> Vec<(Value, &'static str)> {
         // InvokeAI: a decode's tensor is the latents (× 8), an encode's the pixels.
         (call(sd, json!(["decode", tensor(&[1, 4, 128, 128]), vae("torch.float16"), null, false]), json!({})),
          "reserve sdxl decode 1024x1024 --dtype fp16 --os linux"),
+        // A host that has already decoded in this process: the first use left out.
+        (call(sd, json!(["decode", tensor(&[1, 4, 128, 128]), vae("torch.float16"), null, false]), json!({"warm": true})),
+         "reserve sdxl decode 1024x1024 --dtype fp16 --os linux --warm"),
+        (call(decode, json!(["sdxl", [1, 4, 128, 128], "fp16"]), json!({"warm": true})),
+         "reserve sdxl decode 1024x1024 --dtype fp16 --host comfyui --os linux --warm"),
         (call(sd, json!(["decode", tensor(&[2, 4, 96, 128]), vae("torch.float16"), 0, false]), json!({})),
          "reserve sd decode 1024x768 --batch 2 --tile 512 --dtype fp16 --host diffusers --os linux"),
         (call(sd, json!(["decode", tensor(&[1, 4, 192, 192]), vae("torch.float16"), null, true]), json!({})),

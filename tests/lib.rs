@@ -7,6 +7,7 @@ mod crossval;
 mod diff;
 mod doc_examples;
 mod edges;
+mod first_use;
 mod fit;
 mod fuzz;
 mod hand_edits;

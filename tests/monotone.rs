@@ -181,6 +181,8 @@ fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
         allocator: Choice::Given(c.allocator),
         os: Choice::Given(c.os),
         host: None,
+        // Whether the first use is added or not, the composition is monotone.
+        warm: c.width.is_multiple_of(2),
     };
     let mut large = small.clone();
     match c.grow {
@@ -339,6 +341,7 @@ fn a_covering_tile_prices_as_no_tile() {
                     allocator: Choice::Given(Allocator::Native),
                     os: Choice::Given(Os::Linux),
                     host: None,
+                    warm: false,
                 };
                 let Ok(untiled) = c.quote(&q, &env) else { continue };
                 for t in [w.max(h), w.max(h) + 8, 1 << 20] {

@@ -36,6 +36,8 @@ struct Q {
     temporal_tile: Option<u32>,
     /// The words both refusals must contain, for a query that must fail.
     refused: Option<&'static str>,
+    /// `--warm` / `warm=True`: the first use left out.
+    warm: bool,
 }
 
 impl Q {
@@ -63,6 +65,9 @@ impl Q {
         if let Some(t) = self.temporal_tile {
             a.extend(["--temporal-tile".into(), t.to_string()]);
         }
+        if self.warm {
+            a.push("--warm".into());
+        }
         a
     }
 
@@ -74,7 +79,7 @@ impl Q {
             "kw": {
                 "batch": self.batch, "tile": self.tile, "dtype": self.dtype, "loaded_dtype": self.loaded,
                 "fp32": self.fp32, "backend": self.backend, "allocator": self.allocator, "os": self.os,
-                "host": self.host, "frames": self.frames, "temporal_tile": self.temporal_tile,
+                "host": self.host, "frames": self.frames, "temporal_tile": self.temporal_tile, "warm": self.warm,
             },
         })
     }
@@ -102,6 +107,7 @@ impl Q {
             frames: 1,
             temporal_tile: None,
             refused: None,
+            warm: false,
         }
     }
 }
@@ -218,6 +224,7 @@ fn queries() -> Vec<Q> {
                     frames,
                     temporal_tile,
                     refused: None,
+                    warm: false,
                 });
             }
         }
@@ -258,6 +265,7 @@ fn queries() -> Vec<Q> {
             frames,
             temporal_tile,
             refused: None,
+            warm: pick.next().is_multiple_of(3),
         });
     }
     // The SD nodes' switch, and casts from a narrower loaded dtype.
@@ -282,6 +290,7 @@ fn queries() -> Vec<Q> {
                     frames: 1,
                     temporal_tile: None,
                     refused: (model == "flux1").then_some("SD nodes' switch"),
+                    warm: false,
                 });
             }
         }

@@ -179,7 +179,15 @@ fn crossval_reports_each_fitted_line() {
     let lines = vramfit::lines::assemble(&inp.points, &inp.policy).unwrap();
     let fitted = lines.iter().filter(|l| l.kind == vramfit::lines::LineKind::Fitted).count();
     let r = Recorder::default();
-    vramfit::crossval::crossval(&inp.points, &inp.policy, &lines, vramfit::crossval::HoldOut::Size, &r).unwrap();
+    vramfit::crossval::crossval(
+        &inp.points,
+        &inp.policy,
+        &lines,
+        &Default::default(),
+        vramfit::crossval::HoldOut::Size,
+        &r,
+    )
+    .unwrap();
     assert_eq!(*r.0.lock().unwrap(), vec![format!("start crossval {fitted} Items"), "finish".to_string()]);
     assert_eq!(r.1.load(std::sync::atomic::Ordering::SeqCst), fitted as u64);
     // Through a pipe, nothing but the report: no bar on standard error.

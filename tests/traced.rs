@@ -311,7 +311,7 @@ fn every_video_family_answers_from_a_line_or_its_trace() {
         if rule == "traced" {
             // The clip term rides on the calibrated trace.
             let clip = a["video"]["clip_bytes"].as_u64().unwrap();
-            assert_eq!(a["bytes"].as_u64().unwrap(), a["traced"]["bytes"].as_u64().unwrap() + clip, "{family}: {a}");
+            assert_eq!(a["op_bytes"].as_u64().unwrap(), a["traced"]["bytes"].as_u64().unwrap() + clip, "{family}: {a}");
         }
     }
 }

@@ -296,6 +296,12 @@ class Reservation:
     #: ``frames``, ``tile``, ``temporal_tile``, ``rule``, ``priced_by``, ``bytes``, ``extrapolated``, ``own_rule``,
     #: ``own_bytes``); None when the query's own rule set the price.
     lifted: Optional[dict] = None
+    #: What the rules priced the op itself at, bytes: ``bytes`` less the first-use term where it is included.
+    op_bytes: int = 0
+    #: The platform's first use (docs/fit.md, "First use"): ``declared_for``, ``matched`` (``own``, ``other-os``,
+    #: ``other-allocator``), ``mib``, ``bytes``, ``included`` (False: ``warm=True``), ``source``; None where none
+    #: is declared for the backend.
+    first_use: Optional[dict] = None
 
     @property
     def key(self):
@@ -330,6 +336,8 @@ class Reservation:
             **({"traced": dict(self.traced)} if self.traced else {}),
             **({"follows_trace": dict(self.follows_trace)} if self.follows_trace else {}),
             **({"lifted": dict(self.lifted)} if self.lifted else {}),
+            "op_bytes": self.op_bytes,
+            "first_use": dict(self.first_use) if self.first_use else None,
             "warnings": list(self.warnings),
             "coefficients": self.coefficients,
         }
@@ -553,6 +561,7 @@ class Coefficients:
         # A traced image shape's tile ends the traced rule's domain as a line's tile ends a line's: the monotone
         # composition's spatial corners.
         self.traced = data.get("traced")
+        self.first_use = data.get("first_use", [])
         self.corner_tiles = {u: set(t) for u, t in self.line_tiles.items()}
         for shape in (self.traced or {}).get("shapes", []):
             if shape["tile"] > 0 and shape.get("temporal_tile") is None:
@@ -1066,10 +1075,63 @@ class Coefficients:
         }
         return rule, priced_by, coef, line_bytes, legacy, total, terms, traced
 
-    def reserve(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, **query):
+    def reserve(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, warm=False, **query):
         """Prices one query; see :func:`reserve`. The query's own rules price it, then the smaller requests it
         contains where a rule's domain ends (docs/DESIGN.md, "Monotone composition"): the highest sets the
-        price, so a larger request never reserves less."""
+        price, so a larger request never reserves less; then the platform's first use is added unless ``warm``."""
+        if not isinstance(warm, bool):
+            raise ValueError("warm: expected True or False, got %r" % (warm,))
+        r = self._composed(model, op, width, height, frames=frames, tile=tile, temporal_tile=temporal_tile, **query)
+        return self._with_first_use(r, warm)
+
+    def first_use_for(self, backend, allocator, os):
+        """The declared first use a platform takes, and how it matched (``own``, ``other-os``, ``other-allocator``):
+        its own term, else the largest borrowed from another OS, then another allocator of its backend; None where
+        none is declared for the backend (docs/fit.md, "First use")."""
+        tiers = {"own": 0, "other-os": 1, "other-allocator": 2}
+        best = None
+        for t in self.first_use:
+            if t["conv_backend"] != backend:
+                continue
+            if t["allocator"] != allocator:
+                m = "other-allocator"
+            elif t["os"] == "any" or (t["os"] == os and os != "any"):
+                m = "own"
+            else:
+                m = "other-os"
+            if best is None or tiers[m] < tiers[best[1]] or (m == best[1] and t["mib"] > best[0]["mib"]):
+                best = (t, m)
+        return best
+
+    def _with_first_use(self, r, warm):
+        """``r`` with its platform's first use: added once unless ``warm``, and said where borrowed or unknown."""
+        here = "%s/%s/%s" % (r.line.conv_backend, r.allocator.value, r.os.value)
+        found = self.first_use_for(r.line.conv_backend, r.allocator.value, r.os.value)
+        term = None
+        warnings = list(r.warnings)
+        if found is not None:
+            t, matched = found
+            term = {
+                "declared_for": "%s/%s/%s" % (t["conv_backend"], t["allocator"], t["os"]),
+                "matched": matched,
+                "mib": t["mib"],
+                "bytes": t["mib"] * MIB,
+                "included": not warm,
+                "source": t["source"],
+            }
+        if not warm and term is None:
+            warnings.append("no first use is declared for %s's conv backend: a fresh process's first run may need "
+                            "more than this (measure it with the harness, docs/fit.md, \"First use\")" % here)
+        elif not warm and term["matched"] != "own":
+            warnings.append("no first use is measured for %s: the %d MiB measured on %s is added"
+                            % (here, term["mib"], term["declared_for"]))
+        total = r.bytes + (term["bytes"] if term is not None and term["included"] else 0)
+        if total > _U64:
+            raise _TooLarge("the reservation with its first use overflows")
+        return _replace(r, bytes=total, mib=-(-total // MIB), op_bytes=r.bytes, first_use=term, warnings=warnings)
+
+    def _composed(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, **query):
+        """The op's own price: its rules, then the monotone composition."""
         asked = {"width": width, "height": height, "tile": tile, "frames": frames, "temporal_tile": temporal_tile}
         own = self._ambiguity(model, self._reserve_one(model, op, **asked, **query))
         best = None
@@ -1340,6 +1402,7 @@ class Coefficients:
         return Reservation(
             bytes=final,
             mib=-(-final // MIB),
+            op_bytes=final,
             slope=_slope_text(coef.slope_centi) if coef is not None else None,
             base_mib=coef.base_mib if coef is not None else None,
             measured_on=list(coef.devices) if coef is not None else [],
@@ -1537,7 +1600,7 @@ def bundled():
 
 def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1, tile=0, backend="cudnn",
             allocator="auto", os="auto", fp32=None, coefficients=None, env=None, host=None, frames=1,
-            temporal_tile=None):
+            temporal_tile=None, warm=False):
     """What this VAE decode or encode reserves, as ``vramfit reserve`` answers.
 
     ``model`` is a family (``sd``) or a model name (``sdxl``); ``op`` is
@@ -1559,11 +1622,16 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
     ``temporal_tile`` its temporal tile in frames (None: the family's own
     walk; 0: every frame at once); a video answer's ``video`` holds the
     working set, the clip copies and any host estimate consulted.
+    By default the answer adds the platform's first use once (``first_use``:
+    the CUDA libraries' kernels a fresh process's first convolution loads),
+    so the first decode of a process fits; ``warm=True`` leaves it out for
+    a host that has already run this op in this process (``op_bytes`` is
+    the op's own price either way; docs/fit.md, "First use").
     """
     c = coefficients if coefficients is not None else bundled()
     return c.reserve(model, op, width, height, dtype=dtype, loaded_dtype=loaded_dtype, batch=batch, tile=tile,
                      backend=backend, allocator=allocator, os=os, fp32=fp32, env=env, host=host, frames=frames,
-                     temporal_tile=temporal_tile)
+                     temporal_tile=temporal_tile, warm=warm)
 
 
 _DECIMAL_ERRORS = {

@@ -290,6 +290,11 @@ pub(super) struct QueryFlags {
     /// unmeasured rule, or a size outside the line's measured range.
     #[arg(long)]
     pub(super) strict: bool,
+    /// The host has already run this op in this process: leave out the
+    /// platform's first-use term (the default adds it: a fresh process's
+    /// first decode must fit).
+    #[arg(long)]
+    pub(super) warm: bool,
 }
 
 #[derive(Args, Debug)]

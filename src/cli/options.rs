@@ -95,6 +95,7 @@ pub(super) fn query_options(
         allocator: choice(&a.allocator)?,
         os: choice(&a.os)?,
         host: a.host.clone(),
+        warm: a.warm,
     };
     Ok(QueryOptions { query, source: commands::coefficient_source(a.coefficients.clone(), root.as_deref()) })
 }
@@ -125,6 +126,7 @@ pub(super) fn plan_options(a: &PlanArgs, root: &Option<PathBuf>) -> anyhow::Resu
             ("--coefficients", f.coefficients.is_some()),
             ("--batch", f.batch != 1),
             ("--strict", f.strict),
+            ("--warm", f.warm),
         ];
         let given: Vec<&str> = vae_only.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
         if !given.is_empty() {

@@ -170,6 +170,8 @@ pub fn against(
         let q = Query {
             frames: p.frames,
             temporal_tile: Some(p.key.temporal_tile.unwrap_or(0)),
+            // In the point's own context: a fresh point's answer adds its first use.
+            warm: p.priced_warm(),
             ..Query::at_key(&p.key, p.width, p.height, p.batch)
         };
         let vramfit_bytes = pricer.quote(&q, &EnvSnapshot::default())?.bytes;

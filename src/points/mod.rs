@@ -95,6 +95,15 @@ impl Point {
             || self.note.as_deref().is_some_and(|n| n.contains("SIMULATED"))
     }
 
+    /// Whether its answer leaves out the platform's first use, as a warm
+    /// host's does (`--warm`): a figure taken warm, inside a generation or
+    /// isolated by a host is the whole demand its line covers; a fresh
+    /// one's answer adds the first use, and one that does not say is
+    /// priced as the default answer is (docs/fit.md, "Demand per context").
+    pub fn priced_warm(&self) -> bool {
+        self.context.is_some_and(|c| c != Context::Fresh)
+    }
+
     /// The point's own key, with the OS it was measured on.
     pub fn key(&self) -> LineKey {
         self.key.clone()

@@ -91,6 +91,15 @@ pub struct Policy {
     pub first_use: Vec<DeclaredFirstUse>,
 }
 
+impl crate::contract::first_use::Platformed for DeclaredFirstUse {
+    fn platform(&self) -> (ConvBackend, Allocator, Os) {
+        (self.conv_backend, self.allocator, self.os)
+    }
+    fn mib(&self) -> u64 {
+        self.mib
+    }
+}
+
 /// `[[first_use]]` as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeclaredFirstUse {
@@ -215,8 +224,36 @@ impl Policy {
         };
         let Some(sequence) = block.sequence(w, h) else { return true };
         match platform.phase(&block, attention.held_tensors, p.key.dtype, sequence, p.batch) {
-            Some((scores, held)) => scores.saturating_add(held) >= p.demand_bytes,
+            Some((scores, held)) => scores.saturating_add(held) >= self.own_demand(p),
             None => true,
+        }
+    }
+
+    /// The first use a fresh point's answer adds, bytes: its platform's
+    /// term (`contract::first_use::first_use_for`, the pricer's lookup);
+    /// 0 for any other point and where none is declared for its backend.
+    pub fn first_use_bytes(&self, p: &Point) -> u64 {
+        if p.context != Some(crate::vocab::Context::Fresh) {
+            return 0;
+        }
+        let k = &p.key;
+        crate::contract::first_use::first_use_for(&self.first_use, k.conv_backend, k.allocator, k.os)
+            .map_or(0, |(t, _)| t.mib.saturating_mul(crate::exact::MIB))
+    }
+
+    /// The op's own demand of a point (docs/fit.md, "Demand per context"):
+    /// what its line is fitted on. A fresh point's demand less its
+    /// platform's first use, never below its allocated or reserved delta
+    /// (the term is what the driver counts beyond them); any other point's
+    /// demand as measured.
+    pub fn own_demand(&self, p: &Point) -> u64 {
+        match self.first_use_bytes(p) {
+            0 => p.demand_bytes,
+            term => p
+                .demand_bytes
+                .saturating_sub(term)
+                .max(p.allocated_bytes.unwrap_or(0))
+                .max(p.reserved_bytes.unwrap_or(0)),
         }
     }
 

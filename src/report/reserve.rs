@@ -149,6 +149,8 @@ impl Report for ReserveReport {
         rows.push(("run dtype", format!("{} ({})", p.run_dtype.value, p.run_dtype.from)));
         rows.push(("loaded dtype", p.loaded_dtype.to_string()));
         rows.push(("cast growth", format!("{} B", thousands(p.weight_growth_bytes))));
+        rows.push(("op price", format!("{} B (the op's own demand)", thousands(p.op_bytes))));
+        rows.push(("first use", first_use_row(p)));
         rows.push(("allocator", format!("{} ({})", p.allocator.value, p.allocator.from)));
         rows.push(("os", format!("{} ({})", p.os.value, p.os.from)));
         rows.push(("coefficients", self.coefficients.clone()));
@@ -160,6 +162,24 @@ impl Report for ReserveReport {
             s.push_str(&format!("warning: {w}\n"));
         }
         s
+    }
+}
+
+/// The answer's first-use term: added, left out for a warm host, or none known.
+fn first_use_row(p: &crate::pricing::Price) -> String {
+    match &p.first_use {
+        None => "none declared for this backend".to_string(),
+        Some(t) => {
+            let whose = match t.matched {
+                crate::contract::first_use::FirstUseMatch::Own => t.declared_for.clone(),
+                _ => format!("{}, borrowed", t.declared_for),
+            };
+            if t.included {
+                format!("+ {} MiB ({whose}; a fresh process's first run; --warm leaves it out)", t.mib)
+            } else {
+                format!("{} MiB left out (--warm; {whose})", t.mib)
+            }
+        }
     }
 }
 

@@ -12,11 +12,12 @@ pub(super) fn check(cx: &mut PricingCtx) {
     let groups = cx.groups;
     let margin = cx.shipped.margin;
     let policy = &cx.inputs.policy;
-    // Where a point sits in its line's coordinates: (pixels, demand) for an
-    // image point; (working set, demand − clip copies) for a video one.
+    // Where a point sits in its line's coordinates: (pixels, own demand)
+    // for an image point; (working set, own demand − clip copies) for a
+    // video one (the op's own demand: a fresh point's less its first use).
     let xy = |p: &crate::points::Point| {
         let (x, clip) = policy.fit_coordinates(p).unwrap_or((p.pixels, 0));
-        (x, p.demand_bytes.saturating_sub(clip))
+        (x, policy.own_demand(p).saturating_sub(clip))
     };
     let mut out = Vec::new();
     for s in cx.shipped.lines.iter().filter(|s| s.kind == LineKind::Fitted) {

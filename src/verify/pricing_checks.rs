@@ -60,10 +60,16 @@ pub(super) fn coverage_and_ratios(cx: &mut PricingCtx) {
 }
 
 /// A point's own query: its key and size, its frames and temporal tile (a
-/// point's absent temporal tile is none, 0, not the family's default).
-pub(super) fn point_query(p: &Point) -> Query {
+/// point's absent temporal tile is none, 0, not the family's default), in
+/// its own context (a fresh point's answer adds the first use).
+pub fn point_query(p: &Point) -> Query {
     let temporal_tile = Some(p.key.temporal_tile.unwrap_or(0));
-    Query { frames: p.frames, temporal_tile, ..Query::at_key(&p.key, p.width, p.height, p.batch) }
+    Query {
+        frames: p.frames,
+        temporal_tile,
+        warm: p.priced_warm(),
+        ..Query::at_key(&p.key, p.width, p.height, p.batch)
+    }
 }
 
 /// Prices a slice of points: their findings, and the ids above the bound

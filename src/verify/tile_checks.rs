@@ -54,6 +54,8 @@ pub(super) fn measured_tiles(cx: &mut PricingCtx) {
     for p in tiled.filter(|p| !policy.is_excluded(&p.id)) {
         let key = policy.line_key(p);
         let Some((price, untiled)) = restated(cx.shipped, &key, p.width, p.height, p.batch) else { continue };
+        // In the point's own context: a fresh point's answer adds its first use.
+        let price = price.saturating_add(policy.first_use_bytes(p));
         if policy.ratio_bound.cmp_fraction(price, p.demand_bytes) == Ok(Ordering::Less) {
             over.insert(p.id.to_string());
         }

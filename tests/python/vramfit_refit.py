@@ -10,6 +10,11 @@ steeper one). Exact Fractions throughout; no hull code is shared with the
 Rust implementation. A video family's point sits at its working set (one
 spatial tile x the frames one step decodes x batch) with its demand less
 the clip copies (docs/DESIGN.md, "Video"), restated here from the policy.
+A fresh-process point is fitted on its own demand: its demand less its
+platform's declared first use, never below its allocated or reserved delta
+(docs/fit.md, "Demand per context"), the term looked up here by its own
+reading of the rule (own platform, else the largest of another OS, else the
+largest of another allocator of the backend).
 Prints {key: [slope, base_mib]} as JSON.
 
 Usage: vramfit_refit.py ROOT
@@ -71,6 +76,30 @@ def video_point(p, facts, copies):
     return "%df" % tt, x, max(p["demand_bytes"] - clip, 0)
 
 
+def first_use_mib(p, terms):
+    """The first-use MiB a fresh point's answer adds (0 for any other point)."""
+    if p.get("context") != "fresh":
+        return 0
+    tiers = []
+    for t in terms:
+        if t["conv_backend"] != p["conv_backend"]:
+            continue
+        if t["allocator"] != p["allocator"]:
+            tiers.append((2, -t["mib"]))
+        elif t["os"] == "any" or (t["os"] == p["os"] and p["os"] != "any"):
+            tiers.append((0, -t["mib"]))
+        else:
+            tiers.append((1, -t["mib"]))
+    return -min(tiers)[1] if tiers else 0
+
+
+def own_demand(p, terms):
+    term = first_use_mib(p, terms) * MIB
+    if term == 0:
+        return p["demand_bytes"]
+    return max(p["demand_bytes"] - term, p.get("allocated_bytes") or 0, p.get("reserved_bytes") or 0, 0)
+
+
 def main():
     root = Path(sys.argv[1])
     points = json.loads((root / "measurements/vae.json").read_text())["points"]
@@ -79,6 +108,7 @@ def main():
     min_sizes = policy.get("min_sizes", 3)
     excluded = {e["id"] for e in policy.get("exclude", [])}
     videos = {f: e["video"] for f, e in policy.get("vae", {}).items() if "video" in e}
+    terms = policy.get("first_use", [])
 
     def carried_tiles(c):
         v = videos.get(c["vae"])
@@ -99,6 +129,7 @@ def main():
             continue
         per_os = any(b == p["conv_backend"] and a in ("*", p["allocator"]) for b, a in specific)
         os_ = p["os"] if per_os else "any"
+        p = dict(p, demand_bytes=own_demand(p, terms))
         if p["vae"] in videos:
             tiles, x, y = video_point(p, videos[p["vae"]], copies.get(p["op"], Fraction(0)))
         else:

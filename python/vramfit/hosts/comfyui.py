@@ -14,8 +14,11 @@ batch item:
   (``host="comfyui"``).
 
 The platform is the host's as in :mod:`vramfit.hosts.invokeai`, and every
-part of it can be given by keyword. A refusal raises ``ValueError`` with
-the CLI's words.
+part of it can be given by keyword. The answer adds the platform's first use
+once, as every default answer does; ComfyUI divides free memory by it, so a
+fresh process sizes its first batch with that term in each item (cautious by
+at most the term per item); ``warm=True`` leaves it out once the process has
+decoded. A refusal raises ``ValueError`` with the CLI's words.
 """
 
 from .. import bundled

@@ -15,7 +15,10 @@ returns what ``vramfit reserve`` answers for the same query, in bytes:
 - the platform is the host's: ROCm (``miopen``) when torch is a ROCm build,
   else CUDA (``cudnn``); the allocator from ``PYTORCH_CUDA_ALLOC_CONF`` /
   ``PYTORCH_ALLOC_CONF``; the OS this one. Every one can be given by keyword
-  (``backend``, ``allocator``, ``os``, ``env``, ``coefficients``).
+  (``backend``, ``allocator``, ``os``, ``env``, ``coefficients``);
+- the answer adds the platform's first use once (a fresh process's first
+  decode must fit); ``warm=True`` leaves it out for a process that has
+  already run the op (docs/fit.md, "First use").
 
 A query vramfit refuses raises ``ValueError`` with the CLI's words.
 """

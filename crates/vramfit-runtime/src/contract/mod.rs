@@ -8,6 +8,7 @@
 
 pub mod fields;
 pub mod file;
+pub mod first_use;
 mod formula;
 pub mod key;
 pub mod load;

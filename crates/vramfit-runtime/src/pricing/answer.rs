@@ -44,6 +44,9 @@ pub struct Query {
     /// The host whose tiled decode a derived tile prices (`--host`; None:
     /// the coefficients' default host).
     pub host: Option<String>,
+    /// The host has already run this op in this process (`--warm`): the
+    /// platform's first-use term is left out (docs/fit.md, "First use").
+    pub warm: bool,
 }
 
 impl Query {
@@ -66,6 +69,8 @@ impl Query {
             allocator: Choice::Given(key.allocator),
             os: Choice::Given(key.os),
             host: None,
+            // A check restating a rule prices the op's own demand.
+            warm: true,
         }
     }
 }
@@ -285,8 +290,32 @@ pub struct Price {
     /// `monotone-floor`; absent when the query's own rule set the price).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifted: Option<Lifted>,
+    /// What the rules priced the op itself at, bytes: `bytes` less the
+    /// first-use term where it is included.
+    pub op_bytes: u64,
+    /// The platform's first use (docs/fit.md, "First use"): added once by
+    /// default, left out for a warm host (null: none known for the backend).
+    pub first_use: Option<FirstUseTerm>,
     /// Warnings a user should read (extrapolation, …).
     pub warnings: Vec<String>,
+}
+
+/// The first-use term of an answer: what a fresh process's first run of
+/// the op adds on its platform (the CUDA libraries' kernels).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FirstUseTerm {
+    /// The platform it was declared for: `conv_backend/allocator/os`.
+    pub declared_for: String,
+    /// Whether that is the query's own platform or a borrowed one.
+    pub matched: crate::contract::first_use::FirstUseMatch,
+    /// Declared, MiB.
+    pub mib: u64,
+    /// The same in bytes.
+    pub bytes: u64,
+    /// Whether `bytes` adds it (false: `--warm`).
+    pub included: bool,
+    /// Where the figure comes from.
+    pub source: String,
 }
 
 /// How a video run was priced: a line over one spatio-temporal tile's

@@ -16,8 +16,8 @@ mod traced;
 mod video;
 
 pub use answer::{
-    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, FollowsTrace, Lifted, Price, Pricer, Query, Quote,
-    ReserveReport, Resolved, Rule, Slope, TileTerms, TracedTerms, VideoTerms,
+    AttentionTerms, Choice, ChosenAllocator, EstimateTerm, FirstUseTerm, FollowsTrace, Lifted, Price, Pricer, Query,
+    Quote, ReserveReport, Resolved, Rule, Slope, TileTerms, TracedTerms, VideoTerms,
 };
 
 use crate::contract::{is_os_specific, LineKey};
@@ -201,6 +201,8 @@ impl Coefficients {
             line_bytes: None,
             weight_growth_bytes: 0,
             legacy_bytes: Some(bytes),
+            op_bytes: bytes,
+            first_use: None,
             extrapolated: false,
             size_range: None,
             measured_on: vec![],
@@ -218,6 +220,24 @@ impl Coefficients {
             lifted: None,
             line: key,
         })
+    }
+}
+
+/// What a fresh process's answer must say about its first use: a term
+/// borrowed from another platform, or none known for the backend.
+fn first_use_warning(r: &Resolved, term: Option<&FirstUseTerm>, warm: bool) -> Option<String> {
+    let here = crate::contract::first_use::platform_words(r.key.conv_backend, r.allocator.value, r.os.value);
+    match term {
+        _ if warm => None,
+        None => Some(format!(
+            "no first use is declared for {here}'s conv backend: a fresh process's first run may need more than \
+             this (measure it with the harness, docs/fit.md, \"First use\")"
+        )),
+        Some(t) if t.matched != crate::contract::first_use::FirstUseMatch::Own => Some(format!(
+            "no first use is measured for {here}: the {} MiB measured on {} is added",
+            t.mib, t.declared_for
+        )),
+        Some(_) => None,
     }
 }
 
@@ -381,10 +401,39 @@ impl Coefficients {
     }
 }
 
+impl Coefficients {
+    /// The first-use term of a resolved query's platform (docs/fit.md,
+    /// "First use"), included unless the host is warm.
+    pub fn first_use_of(&self, r: &Resolved, warm: bool) -> Option<FirstUseTerm> {
+        let (t, matched) = crate::contract::first_use::first_use_for(
+            &self.file.first_use,
+            r.key.conv_backend,
+            r.allocator.value,
+            r.os.value,
+        )?;
+        Some(FirstUseTerm {
+            declared_for: crate::contract::first_use::platform_words(t.conv_backend, t.allocator, t.os),
+            matched,
+            mib: t.mib,
+            bytes: t.mib.saturating_mul(MIB),
+            included: !warm,
+            source: t.source.clone(),
+        })
+    }
+
+    /// The answer's bytes: the op's own price plus the first use it includes.
+    fn with_first_use(op_bytes: u64, term: Option<&FirstUseTerm>) -> Result<u64> {
+        let add = term.filter(|t| t.included).map_or(0, |t| t.bytes);
+        op_bytes.checked_add(add).ok_or_else(|| too_large("the reservation with its first use overflows"))
+    }
+}
+
 impl Pricer for Coefficients {
     fn quote(&self, q: &Query, env: &EnvSnapshot) -> Result<Quote> {
         let s = self.settle(q, env)?;
-        Ok(Quote { bytes: s.final_bytes(), rule: s.final_rule(), own: (s.rule(), s.bytes()), line: s.ask.resolved.key })
+        let term = self.first_use_of(&s.ask.resolved, q.warm);
+        let bytes = Self::with_first_use(s.final_bytes(), term.as_ref())?;
+        Ok(Quote { bytes, rule: s.final_rule(), own: (s.rule(), s.bytes()), line: s.ask.resolved.key })
     }
 
     fn price(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
@@ -515,9 +564,14 @@ impl Pricer for Coefficients {
         if let Some(l) = &lifted {
             warnings.push(monotone::lifted_warning(l));
         }
+        let first_use = self.first_use_of(&s.ask.resolved, q.warm);
+        warnings.extend(first_use_warning(&s.ask.resolved, first_use.as_ref(), q.warm));
+        let bytes = Self::with_first_use(s.final_bytes(), first_use.as_ref())?;
         Ok(Price {
-            bytes: s.final_bytes(),
-            mib: s.final_bytes().div_ceil(MIB),
+            bytes,
+            mib: bytes.div_ceil(MIB),
+            op_bytes: s.final_bytes(),
+            first_use,
             rule: s.final_rule(),
             slope: s.coef().map(|c| Slope(c.slope_centi)),
             base_mib: s.coef().map(|c| c.base_mib),
