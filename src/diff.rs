@@ -226,7 +226,8 @@ pub fn diff(before: (&str, &Side), after: (&str, &Side), grid: &Grid) -> Result<
     let mut unchanged = 0;
     for key in &keys {
         for &(w, h) in &grid.sizes {
-            let q = Query::at_key(key, w, h, grid.batch);
+            // The default answer, as `reserve` prints it: the first use included.
+            let q = Query { warm: false, ..Query::at_key(key, w, h, grid.batch) };
             let (b, a) = (priced(before.1, &q), priced(after.1, &q));
             let change = match (b.bytes, a.bytes) {
                 (Some(x), Some(y)) if x > 0 => Ratio::new(i128::from(y) - i128::from(x), i128::from(x)).ok(),

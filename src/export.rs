@@ -70,7 +70,12 @@ pub struct Entry {
     pub dtype: crate::vocab::Dtype,
     /// Bytes per pixel per element byte, exact decimal.
     pub per_element: String,
+    /// The line's base plus `first_use_bytes`: a host's formula has no
+    /// warm answer, so its constant covers a fresh process's first run.
     pub base_bytes: u64,
+    /// The platform's first use inside `base_bytes` (0: none declared for
+    /// its backend; docs/fit.md, "First use").
+    pub first_use_bytes: u64,
     /// The measured range, pixels: inside it the entry is vramfit's answer.
     pub size_range: Option<[u64; 2]>,
     /// What the host's formula cannot say for this key (empty: nothing).
@@ -150,6 +155,8 @@ fn entry(file: &CoefficientsFile, line: &ShippedLine) -> Result<Entry> {
                 .to_string(),
         );
     }
+    let first_use = crate::contract::first_use::first_use_for(&file.first_use, k.conv_backend, k.allocator, k.os)
+        .map_or(0, |(t, _)| t.mib * MIB);
     Ok(Entry {
         vae: k.vae.to_string(),
         op: k.op,
@@ -159,7 +166,8 @@ fn entry(file: &CoefficientsFile, line: &ShippedLine) -> Result<Entry> {
         os: k.os,
         dtype: k.dtype,
         per_element: exact_decimal(&per_element),
-        base_bytes: line.base_mib * MIB,
+        base_bytes: line.base_mib * MIB + first_use,
+        first_use_bytes: first_use,
         size_range: line.size_range,
         caveats,
     })
