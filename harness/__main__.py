@@ -32,6 +32,10 @@ def main(argv=None):
         for point in plan.points:
             print(point.key())
         families = sorted({pt.family for pt in plan.points})
+        print("%d child processes, about %.0f s on one GPU (%.1f s a child, as the H200's averaged; %d s more per "
+              "further image measurement in a child, %d s per video one)"
+              % (len(plan.groups), plan.seconds(), plan_mod.CHILD_SECONDS, plan_mod.MORE_IMAGE_SECONDS,
+                 plan_mod.MORE_VIDEO_SECONDS))
         print("%d runs (%d points × %d runs), families: %s"
               % (len(plan.points), len(plan.points) // plan.runs, plan.runs, ", ".join(families)))
         return 0

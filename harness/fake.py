@@ -14,13 +14,20 @@ from . import allocators
 
 #: The fake card's memory, bytes.
 CAPACITY = 24 << 30
+#: The tile a video family's own tiling runs on the fake card, px.
+HOST_TILE = 256
+#: What the fake card's first op of a process adds on the driver side (the
+#: CUDA libraries' kernels a real card loads with the first convolution).
+FIRST_USE = 166 << 20
 MIB = 1 << 20
 ELEM = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 
 def _channels(config):
     if "block_out_channels" in config:
-        return list(config["block_out_channels"]), config.get("layers_per_block", 2)
+        layers = config.get("layers_per_block", 2)
+        # A per-stage list (LTX's): its largest.
+        return list(config["block_out_channels"]), max(layers) if isinstance(layers, list) else layers
     base = config.get("base_dim", 96)
     return [base * m for m in config.get("dim_mult", [1, 2, 4, 4])], config.get("num_res_blocks", 2)
 
@@ -36,17 +43,20 @@ def _round_up(n, step):
     return -(-n // step) * step
 
 
-def measure(config, op, tile, dtype, width, height, batch, env, run, key):
-    """The deltas (reserved, allocated, driver) of one run, or raises MemoryError."""
+def measure(config, op, tile, dtype, width, height, batch, env, run, key, frames=1, first=True):
+    """The deltas (reserved, allocated, driver) of one run, or raises
+    MemoryError: `first` is the first op of its process (its driver delta
+    holds the first use), `frames` a clip's length (its activations span
+    every frame)."""
     elem = ELEM[dtype]
     chans, layers = _channels(config)
     side_w, side_h = (min(width, tile), min(height, tile)) if tile else (width, height)
-    pixels = side_w * side_h * batch
+    pixels = side_w * side_h * batch * frames
     # The full-resolution stage holds its input, output and a norm buffer;
     # an encode keeps less of the decoder-side width.
     widest = chans[0] * (3 if op == "decode" else 2)
     activations = pixels * widest * elem * (layers + 1) // 2
-    output = width * height * batch * 3 * elem
+    output = width * height * batch * frames * 3 * elem
     allocated = activations + output
     allocator = allocators.detected(env)
     if allocator == "native":
@@ -57,7 +67,7 @@ def measure(config, op, tile, dtype, width, height, batch, env, run, key):
         reserved = _round_up(allocated, 32 * MIB)
     # The driver also sees the conv workspace; runs differ by a little.
     jitter = int(hashlib.sha256(key.encode()).hexdigest(), 16) % MIB
-    driver = reserved + 64 * MIB + jitter * (run - 1)
+    driver = reserved + 64 * MIB + jitter * (run - 1) + (FIRST_USE if first else 0)
     base = weights(config) * elem + width * height * batch * 3 * elem
     if base + driver > CAPACITY:
         raise MemoryError(

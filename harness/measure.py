@@ -161,14 +161,52 @@ def run_op(vae, op, x):
         return vae.decode(x).sample if op == "decode" else vae.encode(x).latent_dist.mode()
 
 
-def measure(doc, op, tile, dtype, width, height, batch):
-    """(reserved, allocated, driver) deltas in bytes; raises MemoryError on OOM."""
+def configure_tiling(vae, doc, tile, host_tiles):
+    """Tiling as a point asks: the host's (a video class's own tiles,
+    `enable_tiling()`, framewise where the config's `host_tiling` says),
+    `tile` px (`_tile`), or none. Returns the spatial tile the op runs (0:
+    untiled); one VAE serves every point of a child's group."""
+    if host_tiles:
+        vae.enable_tiling()
+        if (doc.get("host_tiling") or {}).get("frames"):
+            vae.use_framewise_decoding = True
+            vae.use_framewise_encoding = True
+        return int(getattr(vae, "tile_sample_min_width", 0) or getattr(vae, "tile_sample_min_size", 0))
+    if tile:
+        _tile(vae, tile)
+        return tile
+    if getattr(vae, "use_tiling", False):
+        vae.disable_tiling()
+    return 0
+
+
+def temporal_tile(vae, op, frames):
+    """The temporal tile the op walks (0: the clip at once, or a causal walk)."""
+    switch = "use_framewise_decoding" if op == "decode" else "use_framewise_encoding"
+    size = getattr(vae, "tile_sample_min_num_frames", 0)
+    return size if getattr(vae, switch, False) and size and frames > size else 0
+
+
+def release():
+    """Frees what an earlier VAE of the process left on the device."""
+    import gc
+
     import torch
 
-    vae = build(doc, dtype, "cuda", tile)
-    x = make_input(doc, op, dtype, width, height, batch, "cuda")
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def measure_once(vae, doc, op, dtype, width, height, batch, frames=1):
+    """(reserved, allocated, driver) deltas in bytes of one op on a VAE
+    already on the device; raises MemoryError on OOM. The baseline is taken
+    after the input is made and the allocator's cache is released, so a
+    warm op (one after another in the same process) counts only itself."""
+    import torch
+
+    x = make_input(doc, op, dtype, width, height, batch, "cuda", frames=frames)
     torch.cuda.synchronize()
-    # Whatever loading left in the allocator's cache (casts, copies) would
+    # Whatever loading (or an earlier op) left in the allocator's cache would
     # be reused by the op and hide part of its demand.
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -181,11 +219,18 @@ def measure(doc, op, tile, dtype, width, height, batch):
     except torch.cuda.OutOfMemoryError as e:
         raise MemoryError(str(e)) from None
     free1, _ = torch.cuda.mem_get_info()
-    want = expected_shape(doc, op, width, height, batch)
+    want = expected_shape(doc, op, width, height, batch, frames=frames)
     if list(out.shape) != want:
         raise RuntimeError("%s %s: output %s, expected %s" % (doc["family"], op, list(out.shape), want))
-    del out
+    del out, x
     reserved = torch.cuda.max_memory_reserved() - reserved0
     allocated = torch.cuda.max_memory_allocated() - allocated0
     driver = (total - free1) - (total - free0)
     return max(reserved, 0), max(allocated, 0), max(driver, 0)
+
+
+def measure(doc, op, tile, dtype, width, height, batch, frames=1, host_tiles=False):
+    """One op in a VAE built for it: (reserved, allocated, driver) deltas."""
+    vae = build(doc, dtype, "cuda", 0)
+    configure_tiling(vae, doc, tile, host_tiles)
+    return measure_once(vae, doc, op, dtype, width, height, batch, frames)

@@ -1,7 +1,9 @@
-"""Running a plan: each run of each point in a fresh child, the rows
+"""Running a plan: each group of points in a fresh child (one point, a
+point fresh then warm, or a grid's points in one process), the rows
 appended to the CSV as they come (flushed and synced, so an interrupted
-run loses at most the point in flight), points already written (or already
-out of memory) skipped on a restart."""
+run loses at most the group in flight), points already written (or already
+out of memory) skipped on a restart. A group with some points done runs
+whole again (its order decides each point's context) and writes the rest."""
 
 import csv
 import datetime
@@ -16,14 +18,19 @@ from .child import OOM_EXIT
 
 COLUMNS = [
     "id", "source", "device", "torch", "conv_backend", "allocator", "os", "vae", "model", "op", "tile",
-    "loaded_dtype", "run_dtype", "width", "height", "batch", "run", "runs", "aggregate", "context",
+    "loaded_dtype", "run_dtype", "width", "height", "batch", "frames", "temporal_tile", "run", "runs", "aggregate",
+    "context",
     "reserved_bytes", "allocated_bytes", "driver_bytes", "note",
     "driver_version", "diffusers", "harness", "config_source", "measured_on",
 ]
 
-NOTE = ("fresh process per run; random-init VAE from the model's config; weights and input on the device "
-        "before the baseline; the op run once; deltas of max_memory_reserved, max_memory_allocated and "
-        "the driver's used memory")
+NOTE = ("random-init VAE from the model's config; weights and input on the device before the baseline; "
+        "the op run once; deltas of max_memory_reserved, max_memory_allocated and the driver's used memory")
+#: How each context's process ran, in the row's note.
+CONTEXT_NOTE = {
+    "fresh": "the first op of a fresh process",
+    "warm": "after an earlier op of the same process (its cache released before the baseline)",
+}
 
 
 def done_keys(out, oom_log):
@@ -55,19 +62,34 @@ def _append(path, write):
         os.fsync(f.fileno())
 
 
-def run_point(point, device, python, timeout):
-    """One child: its parsed answer and exit code."""
-    spec = dict(point.__dict__, device=device, key=point.key())
-    env = allocators.child_env(os.environ, point.allocator)
+def run_group(group, device, python, timeout):
+    """One child for a group of points: each point's answer (by key) and
+    the child's exit code."""
+    spec = {"device": device, "points": [dict(p.__dict__, key=p.key()) for p in group]}
+    env = allocators.child_env(os.environ, group[0].allocator)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(
         [python, "-m", "harness.child"], input=json.dumps(spec), capture_output=True, text=True,
-        env=env, timeout=timeout)
-    lines = [l for l in proc.stdout.splitlines() if l.strip()]
-    if proc.returncode not in (0, OOM_EXIT) or not lines:
-        raise RuntimeError("%s: the child failed (exit %d): %s" % (point.key(), proc.returncode, proc.stderr.strip()[-2000:]))
-    return json.loads(lines[-1]), proc.returncode
+        env=env, timeout=timeout * len(group))
+    answers = {}
+    for line in proc.stdout.splitlines():
+        if line.strip().startswith("{"):
+            a = json.loads(line)
+            answers[a.get("key")] = a
+    if proc.returncode not in (0, OOM_EXIT) or not answers:
+        raise RuntimeError("%s: the child failed (exit %d): %s"
+                           % (group[0].key(), proc.returncode, proc.stderr.strip()[-2000:]))
+    return answers, proc.returncode
+
+
+def context_note(point, facts):
+    """How the point's process ran it: first, or after how many ops (and which first)."""
+    earlier = facts.get("earlier", 0)
+    if point.context == "fresh" or not earlier:
+        return CONTEXT_NOTE[point.context]
+    return "%s: %d op(s) ran before it in its process, the first %s" % (
+        CONTEXT_NOTE["warm"], earlier, facts.get("first", ""))
 
 
 def row(point, runs, facts, device):
@@ -85,21 +107,23 @@ def row(point, runs, facts, device):
         "vae": doc["vae"],
         "model": doc["model"],
         "op": point.op,
-        "tile": point.tile,
+        "tile": facts.get("tile", point.tile),
         "loaded_dtype": point.dtype,
         "run_dtype": point.dtype,
         "width": point.width,
         "height": point.height,
         "batch": point.batch,
+        "frames": point.frames,
+        "temporal_tile": facts.get("temporal_tile", 0) if point.video() else "",
         "run": point.run,
         "runs": runs,
         "aggregate": "single",
-        # One fresh process per run: the op's first use in it (docs/data.md, "Context").
-        "context": "fresh",
+        # The first op of a process holds its first use (docs/data.md, "Context").
+        "context": point.context,
         "reserved_bytes": facts["reserved"],
         "allocated_bytes": facts["allocated"],
         "driver_bytes": facts["driver"],
-        "note": NOTE + ("; SIMULATED (fake device), not a measurement" if device == "fake" else "")
+        "note": context_note(point, facts) + "; " + NOTE + ("; SIMULATED (fake device), not a measurement" if device == "fake" else "")
         + ("" if doc.get("confirmed", True) else "; config UNCONFIRMED against the model repository"),
         "driver_version": facts.get("driver_version", ""),
         "diffusers": facts.get("diffusers", ""),
@@ -110,47 +134,55 @@ def row(point, runs, facts, device):
 
 
 def run_plan(plan, out, oom_log, device, python=None, timeout=600, say=print):
-    """Runs every point not yet done; returns (written, oom, skipped).
+    """Runs every group with a point not yet done; returns (written, oom, skipped).
 
     A child that fails (not out of memory: a crash, a timeout) does not stop
-    the plan: its point is reported, the other points of its family under
+    the plan: its group is reported, the other groups of its family under
     its allocator are passed over (they would fail the same way, and a GPU's
     minutes are counted), and the rest run. A RuntimeError at the end names
-    every failure, so the exit status still says the plan did not finish."""
+    every failure, so the exit status still says the plan did not finish.
+    An out-of-memory point goes to its log; the rest of its child's group
+    still runs."""
     python = python or sys.executable
     done = done_keys(out, oom_log)
     written = oom = skipped = 0
     failed = {}
-    for point in plan.points:
-        if point.key() in done:
-            skipped += 1
+    for group in plan.groups:
+        todo = [p for p in group if p.key() not in done]
+        skipped += len(group) - len(todo)
+        if not todo:
             continue
-        if (point.family, point.allocator) in failed:
+        first = group[0]
+        if (first.family, first.allocator) in failed:
             continue
         started = time.monotonic()
         try:
-            answer, code = run_point(point, device, python, timeout)
+            answers, code = run_group(group, device, python, timeout)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
-            failed[(point.family, point.allocator)] = str(e)
-            say("fail  %s: %s" % (point.key(), str(e)[-600:]))
+            failed[(first.family, first.allocator)] = str(e)
+            say("fail  %s: %s" % (first.key(), str(e)[-600:]))
             continue
-        if code == OOM_EXIT:
-            entry = {"key": point.key(), "point": point.__dict__, "device": device, "message": answer.get("oom", "")}
-            _append(oom_log, lambda f, new: f.write(json.dumps(entry, sort_keys=True) + "\n"))
-            oom += 1
-            say("oom   %s" % point.key())
-            continue
-        values = row(point, plan.runs, answer, device)
+        for point in todo:
+            answer = answers.get(point.key())
+            if answer is None:
+                continue  # the child printed nothing for it (it died before): measured again on a restart
+            if "oom" in answer:
+                entry = {"key": point.key(), "point": point.__dict__, "device": device, "message": answer["oom"]}
+                _append(oom_log, lambda f, new: f.write(json.dumps(entry, sort_keys=True) + "\n"))
+                oom += 1
+                say("oom   %s" % point.key())
+                continue
+            values = row(point, plan.runs, answer, device)
 
-        def write(f, new):
-            w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-            if new:
-                w.writeheader()
-            w.writerow(values)
+            def write(f, new):
+                w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+                if new:
+                    w.writeheader()
+                w.writerow(values)
 
-        _append(out, write)
-        written += 1
-        say("ok    %s  reserved %d B  (%.1f s)" % (point.key(), answer["reserved"], time.monotonic() - started))
+            _append(out, write)
+            written += 1
+            say("ok    %s  reserved %d B  (%.1f s)" % (point.key(), answer["reserved"], time.monotonic() - started))
     if failed:
         raise RuntimeError("%d written, then failed (the rest of each family under that allocator passed over): %s"
                            % (written, "; ".join("%s under %s" % k for k in sorted(failed))))

@@ -91,6 +91,63 @@ def check_video_family(doc, say=print):
     return failures
 
 
+def check_child_group(say=print):
+    """A GPU child's whole path on the CPU: one group (an image decode, the
+    same tiled, an encode, then a video family's clip untiled and with its
+    host's tiles) through `child.main`, with torch's CUDA memory counters
+    stood in for (they read nothing on a CPU) and the device moved to the
+    CPU. Checks that every point answers, in order, with the tiles it ran
+    and how many ops ran before it; the figures mean nothing."""
+    import io
+    import json
+
+    import torch
+
+    from . import child, measure
+
+    names = ("synchronize", "empty_cache", "reset_peak_memory_stats", "memory_reserved", "memory_allocated",
+             "max_memory_reserved", "max_memory_allocated", "mem_get_info")
+    saved_cuda = {n: getattr(torch.cuda, n) for n in names}
+    saved = {n: getattr(measure, n) for n in ("build", "make_input", "facts")}
+    stand_ins = {"memory_reserved": lambda: 0, "memory_allocated": lambda: 0, "max_memory_reserved": lambda: 1,
+                 "max_memory_allocated": lambda: 1, "mem_get_info": lambda: (1, 2)}
+    for n in names:
+        setattr(torch.cuda, n, stand_ins.get(n, lambda *a: None))
+    measure.build = lambda doc, dtype, device, tile=0: saved["build"](doc, "fp32", "cpu", tile)
+    measure.make_input = lambda doc, op, dtype, w, h, b, device, frames=1: saved["make_input"](
+        doc, op, "fp32", w, h, b, "cpu", frames)
+    measure.facts = lambda: {"device": "cpu stand-in", "conv_backend": "cudnn"}
+    cases = [("sd15", "decode", 0, False, 1), ("sd15", "decode", TILE, False, 1), ("sd15", "encode", 0, False, 1),
+             ("wan21", "decode", 0, False, 5), ("wan21", "decode", 0, True, 5)]
+    points = [dict(family=f, op=op, tile=t, dtype="fp32", width=SIDE, height=SIDE, batch=1, allocator="native",
+                   run=1, frames=n, host_tiles=host, context="fresh", key="p%d" % i)
+              for i, (f, op, t, host, n) in enumerate(cases)]
+    out, stdin, stdout = io.StringIO(), sys.stdin, sys.stdout
+    try:
+        sys.stdin, sys.stdout = io.StringIO(json.dumps({"device": "cuda", "points": points})), out
+        child.main()
+    except Exception as e:  # any failure on the child's path is the finding
+        return ["the child's group path: %s: %s" % (type(e).__name__, e)]
+    finally:
+        sys.stdin, sys.stdout = stdin, stdout
+        for n, f in saved_cuda.items():
+            setattr(torch.cuda, n, f)
+        for n, f in saved.items():
+            setattr(measure, n, f)
+    answers = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    failures = []
+    if [a.get("key") for a in answers] != [p["key"] for p in points]:
+        failures.append("the child's group path answered %s" % [a.get("key") for a in answers])
+    elif [a["earlier"] for a in answers] != list(range(len(points))):
+        failures.append("the child's group path counted earlier ops %s" % [a["earlier"] for a in answers])
+    elif [a["tile"] for a in answers][:2] != [0, TILE] or answers[4]["tile"] <= 0:
+        failures.append("the child's group path ran tiles %s" % [a["tile"] for a in answers])
+    else:
+        say("ok    the child's group path: %d points in one process, tiles %s"
+            % (len(answers), [a["tile"] for a in answers]))
+    return failures
+
+
 def measure_spatial(doc):
     from . import measure
 
@@ -120,6 +177,8 @@ def main(argv=None):
         except ValueError as e:
             print("error: %s" % e, file=sys.stderr)
             return 2
+    if not a.families:
+        failures += check_child_group()
     for f in failures:
         print("FAIL  %s" % f)
     print("%d families, %d failures" % (len(families), len(failures)))

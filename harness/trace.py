@@ -176,10 +176,11 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
 def walked_temporal_tile(vae, op, frames):
     """The frames of the temporal tiles a video VAE walks a clip in: its
     class's framewise switch for the op, on (HunyuanVideo's default, or the
-    host's tiling) and a clip longer than one tile; else 0."""
-    switch = "use_framewise_decoding" if op == "decode" else "use_framewise_encoding"
-    size = getattr(vae, "tile_sample_min_num_frames", 0)
-    return size if getattr(vae, switch, False) and size and frames > size else 0
+    host's tiling) and a clip longer than one tile; else 0 (what a GPU
+    run's row records too: `measure.temporal_tile`)."""
+    from . import measure
+
+    return measure.temporal_tile(vae, op, frames)
 
 
 def facts_of(doc):
@@ -227,16 +228,16 @@ def mid_block_attention(vae):
 
 
 def host_tiling(vae, doc, tile):
-    """A video VAE tiled as its host runs it: `enable_tiling()` with the
-    class's own tiles (what the policy's video facts quote), in time too
-    where the document says the host tiles frames."""
-    vae.enable_tiling()
-    if vae.tile_sample_min_width != tile or vae.tile_sample_min_height != tile:
+    """A video VAE tiled as its host runs it (`measure.configure_tiling`,
+    what a GPU run does): `enable_tiling()` with the class's own tiles (what
+    the policy's video facts quote), in time too where the document says
+    the host tiles frames."""
+    from . import measure
+
+    got = measure.configure_tiling(vae, doc, 0, True)
+    if got != tile or vae.tile_sample_min_height != tile:
         raise RuntimeError("%s: enable_tiling() gives %dx%d px tiles, the document says %d"
                            % (doc["family"], vae.tile_sample_min_width, vae.tile_sample_min_height, tile))
-    if doc["host_tiling"].get("frames"):
-        vae.use_framewise_decoding = True
-        vae.use_framewise_encoding = True
 
 
 def selftest():

@@ -65,7 +65,9 @@ fn dry_run_prints_the_grid_and_its_count() {
             .ends_with("72 runs (36 points × 2 runs), families: cogview4, flux1, flux2, qwen_image, sd15, sd3, sdxl"),
         "{text}"
     );
-    assert_eq!(text.lines().count(), 73);
+    assert_eq!(text.lines().count(), 74);
+    // One child per run of a point: 72 children of about 19.7 s each.
+    assert!(text.contains("72 child processes, about 1418 s on one GPU"), "{text}");
     assert!(text.contains("sdxl-decode-t512-fp16-1024x1024-b1-cudaMallocAsync-r2\n"));
 }
 
@@ -149,6 +151,14 @@ fn a_bad_plan_is_refused_naming_the_key() {
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"tiled-decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n", "missing 'tiles'"),
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"500x512\"]\n", "multiples of 8"),
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\nallocator = [\"native\"]\n", "unknown key 'allocator'"),
+        // Clip lengths belong to video families, and to the lengths they decode.
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\nframes = [9]\n", "sdxl is an image VAE"),
+        ("[[grid]]\nfamilies = [\"wan21\"]\nops = [\"decode\"]\ndtypes = [\"bf16\"]\nsizes = [\"512x320\"]\nframes = [10]\n", "10 is not (9 or 13 is)"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"host-tiled-decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n", "sdxl is an image VAE"),
+        ("[[grid]]\nfamilies = [\"ltx2\"]\nops = [\"host-tiled-decode\"]\ndtypes = [\"bf16\"]\nsizes = [\"512x320\"]\nframes = [9]\n", "cannot run ltx2"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\ncontexts = [\"warm\"]\n", "a warm run needs the fresh one"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\ncontexts = [\"fresh\", \"warm\"]\nprocess = \"grid\"\n", "leave contexts out"),
+        ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\nprocess = \"one\"\n", "process: 'one'"),
     ] {
         let plan = write(dir.path(), "bad.toml", text);
         let out = harness(&["--plan", &plan, "--dry-run"]);
@@ -405,4 +415,71 @@ fn the_trace_says_what_it_needs() {
     );
     let out = std::process::Command::new("python3").args(["-S", "-c", &check]).current_dir(repo()).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The next GPU session's plan (issue 41): what it measures, and that it
+/// fits eight minutes of one GPU by its count of children and measurements
+/// (run on the simulated device for the count).
+#[test]
+fn the_next_gpu_plan_measures_first_use_video_and_the_unmeasured_families_in_eight_minutes() {
+    let plan = repo().join("harness/plans/next-gpu.toml").display().to_string();
+    let dry = harness(&["--plan", &plan, "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", String::from_utf8_lossy(&dry.stderr));
+    let text = String::from_utf8(dry.stdout).unwrap();
+    let estimate = text.lines().find(|l| l.contains("child processes, about")).unwrap();
+    let seconds: f64 = estimate.split("about ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(seconds <= 480.0, "{estimate}");
+    let keys: Vec<&str> = text.lines().filter(|l| !l.contains(' ')).collect();
+    // Per CUDA allocator, the same op fresh and warm at three sizes.
+    for allocator in ["native", "expandable_segments", "cudaMallocAsync"] {
+        for size in ["512x512", "1024x1024", "1536x1536"] {
+            for warm in ["", "-warm"] {
+                let key = format!("sdxl-decode-fp16-{size}-b1-{allocator}{warm}-r1");
+                assert!(keys.contains(&key.as_str()), "{key}");
+            }
+        }
+    }
+    // Each video family at two sizes x two clip lengths, untiled and (but
+    // LTX-2) with the host's tiles.
+    for family in ["wan21", "wan22", "hunyuanvideo", "cogvideox", "ltx2"] {
+        let untiled = keys.iter().filter(|k| k.starts_with(&format!("{family}-decode-bf16-"))).count();
+        let tiled = keys.iter().filter(|k| k.starts_with(&format!("{family}-decode-thost-"))).count();
+        assert_eq!((untiled, tiled), (4, if family == "ltx2" { 0 } else { 4 }), "{family}");
+    }
+    for family in ["sd3", "cogview4"] {
+        assert_eq!(keys.iter().filter(|k| k.starts_with(&format!("{family}-"))).count(), 6, "{family}");
+    }
+    // On the simulated device: every point answers (or is out of the fake
+    // card's memory), fresh first and warm after, in the CSV vramfit reads.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("next.csv").display().to_string();
+    let out = harness(&["--device", "fake", "--plan", &plan, "--out", &csv]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let written: usize =
+        said.lines().last().unwrap().split(": ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let oom = std::fs::read_to_string(format!("{csv}.oom.jsonl")).unwrap_or_default().lines().count();
+    assert_eq!(written + oom, keys.len(), "{said}");
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("fits"), &root.path().join("fits"));
+    let ingest = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "ingest", "--allow-simulated", &csv])
+        .output()
+        .unwrap();
+    assert_eq!(ingest.status.code(), Some(0), "{}", stderr_of(&ingest));
+    let points = std::fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
+    let find = |id: &str| -> serde_json::Value {
+        let line = points.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap_or_else(|| panic!("{id}"));
+        serde_json::from_str(line.trim_end_matches(',')).unwrap()
+    };
+    let fresh = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r1");
+    let warm = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-warm-r1");
+    assert_eq!((fresh["context"].as_str(), warm["context"].as_str()), (Some("fresh"), Some("warm")));
+    // The simulated card's first use rides on the fresh driver delta only.
+    let gap = |p: &serde_json::Value| p["driver_bytes"].as_u64().unwrap() - p["reserved_bytes"].as_u64().unwrap();
+    assert_eq!(gap(&fresh) - gap(&warm), 166 << 20);
+    let clip = find("h-fake/wan21-decode-thost-bf16-832x480x25-b1-native-warm-r1");
+    assert_eq!((clip["frames"].as_u64(), clip["tile"].as_u64()), (Some(25), Some(256)));
 }
