@@ -56,7 +56,11 @@ fn root(fresh_as_warm: bool, declare: bool) -> tempfile::TempDir {
     }
     std::fs::write(root.path().join("p.csv"), csv).unwrap();
     vramfit().arg("--root").arg(root.path()).arg("ingest").arg(root.path().join("p.csv")).assert().code(0);
-    vramfit().arg("--root").arg(root.path()).arg("emit").assert().code(0);
+    // Fresh points with no first use declared are a finding: written anyway
+    // here, to show what the lines then carry.
+    let force = !declare && !fresh_as_warm;
+    let code = if force { 1 } else { 0 };
+    vramfit().arg("--root").arg(root.path()).arg("emit").args(force.then_some("--force")).assert().code(code);
     root
 }
 
@@ -86,10 +90,25 @@ fn lines_fit_the_ops_own_demand_and_the_answer_adds_the_first_use_once() {
     let as_warm = self::root(true, false);
     assert_eq!(line_of(root.path()), line_of(as_warm.path()));
     assert_eq!(line_of(root.path()), (json!("4300.80"), json!(105)), "4096 B/px and 100 MiB, with the 5% margin");
-    // Undeclared, the term rides in the line: every warm host pays it.
+    // Undeclared, the term rides in the line: every warm host pays it, and
+    // verify says which platform's fresh points prove what to declare.
     let undeclared = self::root(false, false);
     let base = line_of(undeclared.path()).1.as_u64().unwrap();
     assert!(base >= 105 + TERM, "the line without the term declared: base {base} MiB");
+    let out = vramfit().arg("--root").arg(undeclared.path()).args(["--format", "json", "verify"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let findings = json_of(&out)["findings"].as_array().unwrap().clone();
+    let said: Vec<&Value> = findings.iter().filter(|f| f["code"] == "first-use").collect();
+    assert_eq!(said.len(), 1, "{findings:?}");
+    assert!(
+        said[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("3 fresh point(s) on cudnn native linux prove a first use of {TERM} MiB")),
+        "{}",
+        said[0]
+    );
+    assert_eq!(said[0]["points"], json!(["f1024", "f1536", "f512"]));
 
     for (size, extra) in
         [("1024x1024", &[][..]), ("2048x2048", &["--batch", "2"][..]), ("768x768", &["--batch", "3"][..])]

@@ -1214,9 +1214,17 @@ fn a_first_use_its_fresh_points_do_not_prove_is_a_finding() {
         );
         assert_eq!(bad.status.code(), Some(1));
     }
-    // A platform no fresh point measured: nothing proves it.
+    // A platform no fresh point measured: nothing proves it; and the
+    // platform the fresh points were measured on declares none.
     let none = run(policy(120, "cudaMallocAsync"));
     let f = first_use(&none);
-    assert_eq!(f.len(), 1);
+    assert_eq!(f.len(), 2, "{f:?}");
     assert!(f[0]["message"].as_str().unwrap().contains("no included fresh point"), "{f:?}");
+    assert!(
+        f[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("3 fresh point(s) on cudnn native linux prove a first use of 120 MiB"),
+        "{f:?}"
+    );
 }

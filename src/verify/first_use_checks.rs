@@ -1,7 +1,11 @@
 //! Each declared first use against its platform's fresh points (docs/fit.md, "First use").
 
 use super::PricingCtx;
+use crate::contract::first_use::{first_use_for, FirstUseMatch};
+use crate::exact::MIB;
 use crate::findings::{Code, Finding, POLICY_FILE};
+use crate::vocab::{Allocator, ConvBackend, Os};
+use std::collections::BTreeMap;
 
 /// Each declared first use against what its platform's fresh points prove
 /// (docs/fit.md, "First use"): `mib` must be `max(driver − reserved)` over
@@ -30,5 +34,46 @@ pub(crate) fn first_use(cx: &mut PricingCtx) {
                     .values(format!("{} MiB", term.measured_mib), format!("{} MiB", term.mib)),
             );
         }
+    }
+}
+
+/// Fresh points of a platform with no first use of its own declared: their
+/// lines would carry the term in every warm answer (and a borrowed term
+/// would be subtracted in its place), so the platform's own figure, what
+/// its points prove, must be declared.
+pub(crate) fn undeclared(cx: &mut PricingCtx) {
+    let policy = &cx.inputs.policy;
+    let mut by_platform: BTreeMap<(ConvBackend, Allocator, Os), (u64, Vec<String>)> = BTreeMap::new();
+    for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
+        if p.context != Some(crate::vocab::Context::Fresh) {
+            continue;
+        }
+        let (Some(driver), Some(reserved)) = (p.driver_bytes, p.reserved_bytes) else { continue };
+        let entry = by_platform.entry((p.key.conv_backend, p.key.allocator, p.key.os)).or_default();
+        entry.0 = entry.0.max(driver.saturating_sub(reserved));
+        entry.1.push(p.id.to_string());
+    }
+    for ((backend, allocator, os), (gap, mut ids)) in by_platform {
+        let own =
+            first_use_for(&policy.first_use, backend, allocator, os).is_some_and(|(_, m)| m == FirstUseMatch::Own);
+        if own || gap.div_ceil(MIB) == 0 {
+            continue;
+        }
+        ids.sort();
+        let message = format!(
+            "{} fresh point(s) on {backend} {allocator} {os} prove a first use of {} MiB (max driver − reserved), and \
+             no [[first_use]] of the platform declares it: its lines are fitted on demand that holds it",
+            ids.len(),
+            gap.div_ceil(MIB)
+        );
+        cx.findings.push(
+            Finding::new(
+                Code::FirstUse,
+                POLICY_FILE,
+                message,
+                "declare it: [[first_use]] with this conv_backend, allocator, os, mib and a source",
+            )
+            .points(ids),
+        );
     }
 }

@@ -177,6 +177,7 @@ fn pricing(inputs: &Inputs, groups: &Groups, shipped: &CoefficientsFile, pricer:
     video_checks::estimate_floor(&mut cx);
     traced_checks::bands(&mut cx);
     first_use_checks::first_use(&mut cx);
+    first_use_checks::undeclared(&mut cx);
     (cx.findings, cx.pricings)
 }
 
