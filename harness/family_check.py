@@ -81,7 +81,12 @@ def main(argv=None):
         problems.append("two calibrations: %s, %s" % (narrow["traced"]["calibration"], wide["traced"]["calibration"]))
     base = narrow["traced"]["base_mib"] * 1048576
     tn, tw = narrow["traced"]["traced_bytes"], wide["traced"]["traced_bytes"]
-    pn, pw = narrow["bytes"] - base, wide["bytes"] - base
+    # The op's own price: the answer adds the platform's first use on top
+    # (docs/fit.md, "Demand per context"), the same bytes for both.
+    pn, pw = narrow["op_bytes"] - base, wide["op_bytes"] - base
+    if narrow["bytes"] - narrow["op_bytes"] != wide["bytes"] - wide["op_bytes"]:
+        problems.append("two first uses: %d and %d B" % (narrow["bytes"] - narrow["op_bytes"],
+                                                          wide["bytes"] - wide["op_bytes"]))
     centi = round(float(narrow["traced"]["slope"]) * 100)
     for name, t, p in (("narrowvae", tn, pn), ("widevae", tw, pw)):
         if p != -(-centi * t // 100):
