@@ -83,8 +83,9 @@ impl Report for FitReport {
         for l in &self.lines {
             if let Some(mixed) = crate::lines::mixed_contexts(&l.contexts) {
                 s.push_str(&format!(
-                    "note: {} mixes points taken in different contexts ({mixed}): a fresh process's figure \
-                     holds its first use, a warm one does not (docs/data.md, \"Context\")\n",
+                    "note: {} mixes points taken in different contexts ({mixed}): each is fitted on the op's \
+                     own demand, a fresh one's less its platform's first use (docs/fit.md, \"Demand per \
+                     context\")\n",
                     l.key
                 ));
             }
