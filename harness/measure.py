@@ -181,7 +181,10 @@ def configure_tiling(vae, doc, tile, host_tiles):
 
 
 def temporal_tile(vae, op, frames):
-    """The temporal tile the op walks (0: the clip at once, or a causal walk)."""
+    """The frames of the temporal tiles a video VAE walks a clip in: its
+    class's framewise switch for the op on (HunyuanVideo's default, or the
+    host's tiling) and a clip longer than one tile; else 0 (the clip at
+    once, or a causal walk). A GPU row and a traced row record the same."""
     switch = "use_framewise_decoding" if op == "decode" else "use_framewise_encoding"
     size = getattr(vae, "tile_sample_min_num_frames", 0)
     return size if getattr(vae, switch, False) and size and frames > size else 0

@@ -155,7 +155,7 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
     vae = measure.build(doc, dtype, "meta", 0 if video else tile)
     if video and tile:
         host_tiling(vae, doc, tile)
-    walked = walked_temporal_tile(vae, op, frames) if video else 0
+    walked = measure.temporal_tile(vae, op, frames) if video else 0
     x = measure.make_input(doc, op, dtype, width, height, batch, "meta", frames=frames)
     mode = LiveBytes(storages_of(vae, x))
     real_sdpa = F.scaled_dot_product_attention
@@ -171,16 +171,6 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
     finally:
         F.scaled_dot_product_attention = real_sdpa
     return mode.peak, walked
-
-
-def walked_temporal_tile(vae, op, frames):
-    """The frames of the temporal tiles a video VAE walks a clip in: its
-    class's framewise switch for the op, on (HunyuanVideo's default, or the
-    host's tiling) and a clip longer than one tile; else 0 (what a GPU
-    run's row records too: `measure.temporal_tile`)."""
-    from . import measure
-
-    return measure.temporal_tile(vae, op, frames)
 
 
 def facts_of(doc):

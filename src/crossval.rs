@@ -140,12 +140,11 @@ fn line_price(r: &fit::Rounded, end: u64, x: u64, p: &Point, policy: &Policy, sh
     }
     let Some(key) = shapes.key_of(p, policy) else { return Ok(own) };
     let (Some(at_end), Some(at)) = (shapes.at(&key, end), shapes.at(&key, x)) else { return Ok(own) };
-    if at_end == 0 {
-        return Ok(own);
-    }
     let line_at_end = fit::reserve_bytes(r.slope_centi, r.base_mib, end).map_err(|e| anyhow!("{e}"))?;
-    let grown = crate::exact::ceil_div_u128(u128::from(line_at_end) * u128::from(at), u128::from(at_end));
-    Ok(own.max(u64::try_from(grown).map_err(|_| anyhow!("point {}: reservation too large", p.id))?))
+    match crate::contract::traced::grown_past_end(line_at_end, at_end, at) {
+        None => Ok(own),
+        Some(grown) => Ok(own.max(grown.map_err(|_| anyhow!("point {}: reservation too large", p.id))?)),
+    }
 }
 
 fn check_line(line: &Line, pts: &[&Point], policy: &Policy, shapes: &Shapes, by: HoldOut) -> Result<LineCheck> {

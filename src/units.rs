@@ -60,6 +60,20 @@ pub fn parse_factor(s: &str) -> Result<crate::exact::Ratio> {
     v.map_err(|_| anyhow!("'{t}': too many digits to hold exactly"))
 }
 
+/// A count in groups of three digits, as tables show bytes and pixels:
+/// `4 955 360 461`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Bytes as MiB with `places` decimals, rounded **up** (a figure shown is
 /// never less than the bytes behind it): the one MiB formatter.
 pub fn mib_up(bytes: u64, places: u32) -> String {

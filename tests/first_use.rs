@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use vramfit::pricing::platform::EnvSnapshot;
 use vramfit::pricing::{Coefficients, Price, Pricer, Query};
+use vramfit::units::thousands;
 
 const MIB: u64 = 1 << 20;
 /// The fixture's first use, MiB: above 5% of every fresh point's own
@@ -200,18 +201,6 @@ fn lines_fit_the_ops_own_demand_and_the_answer_adds_the_first_use_once() {
         json_of(&c.output().unwrap())["peak_bytes"].as_u64().unwrap()
     };
     assert_eq!(peak(false) - peak(true), TERM * MIB);
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A pricer that answers every query as a warm host: it forgets the

@@ -42,6 +42,25 @@ batches = [1, 2]
 allocators = ["expandable_segments"]
 "#;
 
+/// `vramfit ingest --allow-simulated CSV` into `root`: its JSON report.
+fn ingest_simulated(root: &Path, csv: &str) -> serde_json::Value {
+    let out = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "ingest", "--allow-simulated", csv])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    json_of(&out)
+}
+
+/// The stored point `id` of `root` (its line of `measurements/vae.json`).
+fn stored_point(root: &Path, id: &str) -> serde_json::Value {
+    let points = std::fs::read_to_string(root.join("measurements/vae.json")).unwrap();
+    let line = points.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap_or_else(|| panic!("{id}"));
+    serde_json::from_str(line.trim_end_matches(',')).unwrap()
+}
+
 fn rows(csv: &str) -> Vec<Vec<String>> {
     std::fs::read_to_string(csv)
         .unwrap()
@@ -92,22 +111,11 @@ fn a_fake_run_is_ingested_resumed_and_keeps_oom_points_apart() {
     assert!(err.contains("--allow-simulated"), "{err}");
     assert_eq!(before, snapshot(root.path()));
     // vramfit takes the file as it is when asked to.
-    let ingest = vramfit()
-        .arg("--root")
-        .arg(root.path())
-        .args(["--format", "json", "ingest", "--allow-simulated", &csv])
-        .output()
-        .unwrap();
-    assert_eq!(ingest.status.code(), Some(0), "{}", stderr_of(&ingest));
-    let report = json_of(&ingest);
+    let report = ingest_simulated(root.path(), &csv);
     assert_eq!(report["added"], 72);
     // Each run names its index, and the allocator reached the child: the
     // same point under two allocators gives two different reserves.
-    let points = std::fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
-    let find = |id: &str| -> serde_json::Value {
-        let line = points.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap_or_else(|| panic!("{id}"));
-        serde_json::from_str(line.trim_end_matches(',')).unwrap()
-    };
+    let find = |id: &str| stored_point(root.path(), id);
     let native = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r1");
     let pool = find("h-fake/sdxl-decode-fp16-1024x1024-b1-cudaMallocAsync-r1");
     assert_eq!((native["allocator"].as_str(), pool["allocator"].as_str()), (Some("native"), Some("cudaMallocAsync")));
@@ -205,7 +213,7 @@ fn an_answer_priced_from_simulated_points_says_so() {
     let csv = dir.path().join("fake.csv").display().to_string();
     assert_eq!(harness(&["--device", "fake", "--plan", &plan, "--out", &csv]).status.code(), Some(0));
     let root = scratch();
-    vramfit().arg("--root").arg(root.path()).args(["ingest", "--allow-simulated", &csv]).assert().code(0);
+    ingest_simulated(root.path(), &csv);
     vramfit().arg("--root").arg(root.path()).args(["emit", "--force"]).output().unwrap();
     let file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.path().join("fits/vae.json")).unwrap()).unwrap();
@@ -462,18 +470,8 @@ fn the_next_gpu_plan_measures_first_use_video_and_the_unmeasured_families_in_eig
     assert_eq!(written + oom, keys.len(), "{said}");
     let root = tempfile::tempdir().unwrap();
     copy_dir(&repo().join("fits"), &root.path().join("fits"));
-    let ingest = vramfit()
-        .arg("--root")
-        .arg(root.path())
-        .args(["--format", "json", "ingest", "--allow-simulated", &csv])
-        .output()
-        .unwrap();
-    assert_eq!(ingest.status.code(), Some(0), "{}", stderr_of(&ingest));
-    let points = std::fs::read_to_string(root.path().join("measurements/vae.json")).unwrap();
-    let find = |id: &str| -> serde_json::Value {
-        let line = points.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap_or_else(|| panic!("{id}"));
-        serde_json::from_str(line.trim_end_matches(',')).unwrap()
-    };
+    ingest_simulated(root.path(), &csv);
+    let find = |id: &str| stored_point(root.path(), id);
     let fresh = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-r1");
     let warm = find("h-fake/sdxl-decode-fp16-1024x1024-b1-native-warm-r1");
     assert_eq!((fresh["context"].as_str(), warm["context"].as_str()), (Some("fresh"), Some("warm")));

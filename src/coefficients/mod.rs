@@ -36,10 +36,10 @@ pub fn first_use(policy: &Policy, points: &[crate::points::Point]) -> Vec<crate:
         .map(|d| {
             let proving: Vec<(&crate::points::Point, u64)> = points
                 .iter()
-                .filter(|p| !policy.is_excluded(&p.id) && p.context == Some(crate::vocab::Context::Fresh))
+                .filter(|p| !policy.is_excluded(&p.id))
                 .filter(|p| p.key.conv_backend == d.conv_backend && p.key.allocator == d.allocator)
                 .filter(|p| d.os == crate::vocab::Os::Any || p.key.os == d.os)
-                .filter_map(|p| Some((p, p.driver_bytes?.saturating_sub(p.reserved_bytes?))))
+                .filter_map(|p| Some((p, p.first_use_gap()?)))
                 .collect();
             let mut ids: Vec<String> = proving.iter().map(|(p, _)| p.id.to_string()).collect();
             ids.sort();

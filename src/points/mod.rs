@@ -104,6 +104,13 @@ impl Point {
         self.context.is_some_and(|c| c != Context::Fresh)
     }
 
+    /// What a fresh point's driver saw beyond its reserved delta: the
+    /// first use it measures (None: not fresh, or a delta missing).
+    pub fn first_use_gap(&self) -> Option<u64> {
+        (self.context == Some(Context::Fresh)).then_some(())?;
+        Some(self.driver_bytes?.saturating_sub(self.reserved_bytes?))
+    }
+
     /// The point's own key, with the OS it was measured on.
     pub fn key(&self) -> LineKey {
         self.key.clone()

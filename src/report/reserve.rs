@@ -1,18 +1,7 @@
 use super::Report;
 use crate::pricing::ReserveReport;
 use crate::pricing::Rule;
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
+use crate::units::thousands;
 
 impl Report for ReserveReport {
     fn table(&self) -> String {

@@ -45,12 +45,9 @@ pub(crate) fn undeclared(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
     let mut by_platform: BTreeMap<(ConvBackend, Allocator, Os), (u64, Vec<String>)> = BTreeMap::new();
     for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
-        if p.context != Some(crate::vocab::Context::Fresh) {
-            continue;
-        }
-        let (Some(driver), Some(reserved)) = (p.driver_bytes, p.reserved_bytes) else { continue };
+        let Some(gap) = p.first_use_gap() else { continue };
         let entry = by_platform.entry((p.key.conv_backend, p.key.allocator, p.key.os)).or_default();
-        entry.0 = entry.0.max(driver.saturating_sub(reserved));
+        entry.0 = entry.0.max(gap);
         entry.1.push(p.id.to_string());
     }
     for ((backend, allocator, os), (gap, mut ids)) in by_platform {

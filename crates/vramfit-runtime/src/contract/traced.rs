@@ -15,6 +15,19 @@ use crate::registry::ArchClass;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
 
+/// A measured line's price past its largest measured size `end`, grown as
+/// its family's trace grows (docs/traced.md, "Past the measured range"):
+/// `ceil(line(end) × traced(x) / traced(end))`. None: a trace of nothing at
+/// `end` (nothing to grow by), or a figure past 64 bits. The caller keeps
+/// the larger of this and the line's own formula.
+pub fn grown_past_end(line_at_end: u64, traced_at_end: u64, traced_at: u64) -> Option<Result<u64, Overflow>> {
+    if traced_at_end == 0 {
+        return None;
+    }
+    let grown = crate::exact::ceil_div_u128(u128::from(line_at_end) * u128::from(traced_at), u128::from(traced_at_end));
+    Some(u64::try_from(grown).map_err(|_| Overflow))
+}
+
 /// The `traced` section of the shipped file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -185,13 +185,11 @@ impl Coefficients {
         let Some(shape) = self.shape_of(key, key.tile).filter(|_| at > end) else { return Ok(None) };
         let too_large = || super::too_large(crate::words::RESERVATION_TOO_LARGE.text);
         let (Some(traced_at_end), Some(traced_at)) = (shape.at(end), shape.at(at)) else { return Err(too_large()) };
-        if traced_at_end == 0 {
-            return Ok(None);
-        }
         let line_at_end = coef.at(end)?;
-        let scaled =
-            crate::exact::ceil_div_u128(u128::from(line_at_end) * u128::from(traced_at), u128::from(traced_at_end));
-        let bytes = u64::try_from(scaled).map_err(|_| too_large())?;
+        let Some(grown) = crate::contract::traced::grown_past_end(line_at_end, traced_at_end, traced_at) else {
+            return Ok(None);
+        };
+        let bytes = grown.map_err(|_| too_large())?;
         if bytes <= coef.at(at)? {
             return Ok(None);
         }
