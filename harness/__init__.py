@@ -6,6 +6,7 @@ one fresh process per point, written as vramfit's measurement CSV.
     python3 -m harness --device fake --plan PLAN.toml --out x.csv   # no GPU
     python3 -m harness trace --all                                  # shapes, no GPU
     python3 -m harness trace --config vae/config.json --family NAME # a new VAE
+    python3 -m harness gaps crossval.json --out gaps.toml           # where crossval missed
 
 The orchestration (this package's modules but `measure`) is standard
 library only; `measure` imports torch and diffusers in the child process,

@@ -14,6 +14,10 @@ def main(argv=None):
         from . import trace
 
         return trace.main(argv[1:])
+    if argv[:1] == ["gaps"]:
+        from . import gaps
+
+        return gaps.main(argv[1:])
     p = argparse.ArgumentParser(prog="python3 -m harness", description="Measure VAE memory into vramfit's CSV.")
     p.add_argument("--plan", required=True, help="the plan (TOML)")
     p.add_argument("--out", help="the CSV to append to (required unless --dry-run)")

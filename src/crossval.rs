@@ -52,8 +52,75 @@ pub struct HeldOut {
     pub under_bytes: u64,
     /// What the fold left out (`1024x1024`-class size in pixels, or a source).
     pub fold: String,
+    /// Where the point's size sat against the sizes its refit was trained
+    /// on (`--by size` and `--by source`): what a miss says to measure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
     #[serde(skip)]
     ratio_exact: Ratio,
+}
+
+/// Where a held-out size sat against the refit's training sizes (pixels; a
+/// video point: its working set). A miss `between` two sizes is a stretch
+/// the data bends up over (concave): the chord of its neighbours undershoots
+/// it, and only a measured size inside that stretch tightens it. A miss
+/// `past` the largest is an extrapolation: measure beyond it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Position {
+    /// Under the smallest training size: priced by the line's base.
+    Below { smallest: u64 },
+    /// At a training size (a source fold: another source measured it).
+    At { size: u64 },
+    /// Strictly between the two nearest training sizes.
+    Between { below: u64, above: u64 },
+    /// Past the largest training size; `traced`: the family's trace grew
+    /// the price beyond the line's own.
+    Past { largest: u64, traced: bool },
+}
+
+impl Position {
+    /// Where `x` sits among `sizes` (non-empty, sorted); `traced` says
+    /// whether a price past the end was grown by the trace.
+    fn of(x: u64, sizes: &BTreeSet<u64>, traced: bool) -> Option<Position> {
+        let (smallest, largest) = (*sizes.first()?, *sizes.last()?);
+        Some(if sizes.contains(&x) {
+            Position::At { size: x }
+        } else if x < smallest {
+            Position::Below { smallest }
+        } else if x > largest {
+            Position::Past { largest, traced }
+        } else {
+            let below = sizes.range(..x).next_back().copied().unwrap_or(smallest);
+            let above = sizes.range(x..).next().copied().unwrap_or(largest);
+            Position::Between { below, above }
+        })
+    }
+
+    /// The measurement that would settle a miss here, in words.
+    pub fn advice(&self) -> String {
+        let px = crate::units::thousands;
+        match *self {
+            Position::Below { smallest } => {
+                format!("below the smallest size left ({} px): measure smaller sizes", px(smallest))
+            }
+            Position::At { size } => {
+                format!("at a size another source measured ({} px): sources disagree there", px(size))
+            }
+            Position::Between { below, above } => {
+                format!(
+                    "between {} and {} px (the data bends up there): measure inside that stretch",
+                    px(below),
+                    px(above)
+                )
+            }
+            Position::Past { largest, traced } => format!(
+                "past the largest size left ({} px{}): measure beyond it",
+                px(largest),
+                if traced { ", grown by the trace" } else { "" }
+            ),
+        }
+    }
 }
 
 /// One line's cross-validation.
@@ -133,17 +200,21 @@ fn xy(p: &Point, policy: &Policy) -> (u64, u64, u64) {
 /// (docs/traced.md, "Past the measured range"): its formula, or past its
 /// largest training size `end` that price grown as the family's traced
 /// shape for the point's key grows, where that is higher.
-fn line_price(r: &fit::Rounded, end: u64, x: u64, p: &Point, policy: &Policy, shapes: &Shapes) -> Result<u64> {
+/// The second value says whether the trace raised the price.
+fn line_price(r: &fit::Rounded, end: u64, x: u64, p: &Point, policy: &Policy, shapes: &Shapes) -> Result<(u64, bool)> {
     let own = fit::reserve_bytes(r.slope_centi, r.base_mib, x).map_err(|e| anyhow!("{e}"))?;
     if x <= end {
-        return Ok(own);
+        return Ok((own, false));
     }
-    let Some(key) = shapes.key_of(p, policy) else { return Ok(own) };
-    let (Some(at_end), Some(at)) = (shapes.at(&key, end), shapes.at(&key, x)) else { return Ok(own) };
+    let Some(key) = shapes.key_of(p, policy) else { return Ok((own, false)) };
+    let (Some(at_end), Some(at)) = (shapes.at(&key, end), shapes.at(&key, x)) else { return Ok((own, false)) };
     let line_at_end = fit::reserve_bytes(r.slope_centi, r.base_mib, end).map_err(|e| anyhow!("{e}"))?;
     match crate::contract::traced::grown_past_end(line_at_end, at_end, at) {
-        None => Ok(own),
-        Some(grown) => Ok(own.max(grown.map_err(|_| anyhow!("point {}: reservation too large", p.id))?)),
+        None => Ok((own, false)),
+        Some(grown) => {
+            let grown = grown.map_err(|_| anyhow!("point {}: reservation too large", p.id))?;
+            Ok((own.max(grown), grown > own))
+        }
     }
 }
 
@@ -174,8 +245,10 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, shapes: &Shapes, by:
         out.folds += 1;
         for p in held {
             let (x, _, clip) = xy(p, policy);
-            let reserve = line_price(&r, end, x, p, policy, shapes)? + clip;
-            out.points.push(HeldOut::priced(p, reserve, fold.clone(), policy)?);
+            let (price, traced) = line_price(&r, end, x, p, policy, shapes)?;
+            let mut held_out = HeldOut::priced(p, price + clip, fold.clone(), policy)?;
+            held_out.position = Position::of(x, &sizes, traced);
+            out.points.push(held_out);
         }
     }
     finish_check(out)
@@ -206,6 +279,7 @@ impl HeldOut {
             covered: reserve >= p.demand_bytes,
             under_bytes: p.demand_bytes.saturating_sub(reserve),
             fold,
+            position: None,
             ratio_exact: ratio,
         })
     }

@@ -98,6 +98,7 @@ fn crossval_by_size_matches_a_brute_force_refit() {
         .collect();
     let (mut held, mut covered) = (0usize, 0usize);
     let mut lines_checked = 0;
+    let mut positions = BTreeMap::new();
     for line in fit["lines"].as_array().unwrap().iter().filter(|l| l["kind"] == "fitted") {
         let pts: Vec<P> =
             line["points"].as_array().unwrap().iter().map(|id| by_id[id.as_str().unwrap()].clone()).collect();
@@ -110,7 +111,9 @@ fn crossval_by_size_matches_a_brute_force_refit() {
                 continue;
             }
             let line_fit = brute_force(&train);
-            for p in pts.iter().filter(|p| p.x == s) {
+            let left: BTreeSet<i128> = train.iter().map(|p| p.x).collect();
+            for (i, p) in pts.iter().enumerate().filter(|(_, p)| p.x == s) {
+                positions.insert(ids_of(line)[i].clone(), expected_position(p.x, &left));
                 let res = price(&line_fit, p.x);
                 l_held += 1;
                 l_cov += usize::from(res >= p.y);
@@ -129,9 +132,73 @@ fn crossval_by_size_matches_a_brute_force_refit() {
         lines_checked += 1;
     }
     assert_eq!(lines_checked, 18);
+    // Each held-out point says where its size sat among the sizes left.
+    let mut kinds = BTreeSet::new();
+    for p in cv["lines"].as_array().unwrap().iter().flat_map(|c| c["points"].as_array().unwrap()) {
+        let want = &positions[p["id"].as_str().unwrap()];
+        let mut got = p["position"].clone();
+        got.as_object_mut().unwrap().remove("traced");
+        assert_eq!(&got, want, "{}", p["id"]);
+        kinds.insert(want["kind"].as_str().unwrap().to_string());
+    }
+    assert!(kinds.contains("between") && kinds.contains("past") && kinds.contains("below"), "{kinds:?}");
     assert_eq!((cv["held_out"].as_u64().unwrap() as usize, cv["covered"].as_u64().unwrap() as usize), (held, covered));
     assert!(covered < held, "the shipped data has under-reserved held-out points, and they come first");
     assert!(cv["lines"][0]["covered"].as_u64() < Some(cv["lines"][0]["points"].as_array().unwrap().len() as u64));
+}
+
+fn ids_of(line: &serde_json::Value) -> Vec<String> {
+    line["points"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+}
+
+/// Where `x` sits among the training sizes `left`, as crossval's JSON says.
+fn expected_position(x: i128, left: &BTreeSet<i128>) -> serde_json::Value {
+    let (lo, hi) = (*left.first().unwrap(), *left.last().unwrap());
+    if x < lo {
+        serde_json::json!({"kind": "below", "smallest": lo})
+    } else if x > hi {
+        serde_json::json!({"kind": "past", "largest": hi})
+    } else {
+        let below = left.iter().filter(|s| **s < x).max().unwrap();
+        let above = left.iter().filter(|s| **s > x).min().unwrap();
+        serde_json::json!({"kind": "between", "below": below, "above": above})
+    }
+}
+
+/// A miss says what would settle it: the table names the sizes either
+/// side of an interior miss, or the largest size past which it was priced.
+#[test]
+fn a_miss_names_the_sizes_around_it() {
+    let run = |args: &[&str]| vramfit().current_dir(data_root()).args(args).output().unwrap();
+    let j = json_of(&run(&["--format", "json", "crossval"]));
+    let table = stdout_of(&run(&["crossval"]));
+    let misses: Vec<&serde_json::Value> = j["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["points"].as_array().unwrap())
+        .filter(|p| p["covered"] == false)
+        .collect();
+    assert!(!misses.is_empty());
+    let px = |v: &serde_json::Value| vramfit::units::thousands(v.as_u64().unwrap());
+    for m in &misses {
+        let pos = &m["position"];
+        let said = match pos["kind"].as_str().unwrap() {
+            "between" => format!("between {} and {} px", px(&pos["below"]), px(&pos["above"])),
+            "past" => format!("past the largest size left ({} px", px(&pos["largest"])),
+            "below" => format!("below the smallest size left ({} px)", px(&pos["smallest"])),
+            k => panic!("{k}"),
+        };
+        let row = table.lines().find(|l| l.contains(m["id"].as_str().unwrap())).unwrap();
+        assert!(row.contains(&said), "{row} lacks {said}");
+    }
+    let n = |k: &str| misses.iter().filter(|m| m["position"]["kind"] == k).count();
+    let tally = table.lines().find(|l| l.starts_with("under-reserved:")).unwrap();
+    for (k, words) in [("between", "between two measured sizes"), ("past", "past the largest size left")] {
+        if n(k) > 0 {
+            assert!(tally.contains(&format!("{} {words}", n(k))), "{tally}");
+        }
+    }
 }
 
 #[test]

@@ -11,7 +11,18 @@ fn under(c: &LineCheck) -> String {
         .filter(|p| !p.covered)
         .map(|p| {
             let pct = (p.under_bytes as u128 * 1000).div_ceil(p.demand_bytes as u128);
-            format!("{} ({} px): {} MiB under ({}.{}%)", p.id, p.pixels, mib_up(p.under_bytes, 2), pct / 10, pct % 10)
+            let mut s = format!(
+                "{} ({} px): {} MiB under ({}.{}%)",
+                p.id,
+                p.pixels,
+                mib_up(p.under_bytes, 2),
+                pct / 10,
+                pct % 10
+            );
+            if let Some(at) = &p.position {
+                s.push_str(&format!(", {}", at.advice()));
+            }
+            s
         })
         .collect();
     if u.is_empty() {
@@ -38,6 +49,31 @@ fn rows(r: &CrossvalReport) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// How the under-reserved points sat against their refits' sizes: what
+/// would settle them (`crossval::Position`).
+fn misses(r: &CrossvalReport) -> Option<String> {
+    use crate::crossval::Position;
+    let mut counts = [0usize; 4];
+    for p in r.lines.iter().flat_map(|c| c.points.iter()).filter(|p| !p.covered) {
+        let i = match p.position? {
+            Position::Below { .. } => 0,
+            Position::At { .. } => 1,
+            Position::Between { .. } => 2,
+            Position::Past { .. } => 3,
+        };
+        counts[i] += 1;
+    }
+    let words = [
+        "below the smallest size left",
+        "at a size another source measured",
+        "between two measured sizes",
+        "past the largest size left",
+    ];
+    let parts: Vec<String> =
+        counts.iter().zip(words).filter(|(n, _)| **n > 0).map(|(n, w)| format!("{n} {w}")).collect();
+    (!parts.is_empty()).then(|| format!("under-reserved: {} (each row says what to measure)\n", parts.join(", ")))
+}
+
 fn summary(r: &CrossvalReport) -> String {
     let what = match r.by {
         crate::crossval::HoldOut::Size => "leave one measured size out, refit, price it",
@@ -55,6 +91,9 @@ fn summary(r: &CrossvalReport) -> String {
         r.worst_ratio.clone().unwrap_or_else(|| "-".into()),
         r.mean_ratio.clone().unwrap_or_else(|| "-".into()),
     );
+    if let Some(line) = misses(r) {
+        s.push_str(&line);
+    }
     for n in &r.not_validated {
         s.push_str(&format!("not validated: {n}\n"));
     }
