@@ -90,8 +90,8 @@ def plan_from(crossval):
         for p in line.get("points", []):
             if p.get("covered", True):
                 continue
-            why = _unmeasurable(line)
             position = p.get("position")
+            why = _unmeasurable(line, position)
             if why is None and position is None:
                 why = "no position in the JSON (an older vramfit)"
             if why:
@@ -118,8 +118,8 @@ def _tile_text(line):
     return "%sx%df" % (tile, frames) if tile else "%df" % frames
 
 
-def _unmeasurable(line):
-    if line.get("temporal_tile") or line.get("frames"):
+def _unmeasurable(line, position):
+    if line.get("temporal_tile") or (position or {}).get("unit") == "working-set":
         return "a video line: its size is a working set; choose frames and tiles by hand (docs/harness.md)"
     if line["conv_backend"] != "cudnn":
         return "measured on %s; the harness runs CUDA (cuDNN) only" % line["conv_backend"]

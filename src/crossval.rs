@@ -19,6 +19,9 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 pub mod against;
+mod position;
+
+pub use position::{Place, Position};
 
 /// What a fold leaves out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,69 +61,6 @@ pub struct HeldOut {
     pub position: Option<Position>,
     #[serde(skip)]
     ratio_exact: Ratio,
-}
-
-/// Where a held-out size sat against the refit's training sizes (pixels; a
-/// video point: its working set). A miss `between` two sizes is a stretch
-/// the data bends up over (concave): the chord of its neighbours undershoots
-/// it, and only a measured size inside that stretch tightens it. A miss
-/// `past` the largest is an extrapolation: measure beyond it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Position {
-    /// Under the smallest training size: priced by the line's base.
-    Below { smallest: u64 },
-    /// At a training size (a source fold: another source measured it).
-    At { size: u64 },
-    /// Strictly between the two nearest training sizes.
-    Between { below: u64, above: u64 },
-    /// Past the largest training size; `traced`: the family's trace grew
-    /// the price beyond the line's own.
-    Past { largest: u64, traced: bool },
-}
-
-impl Position {
-    /// Where `x` sits among `sizes` (non-empty, sorted); `traced` says
-    /// whether a price past the end was grown by the trace.
-    fn of(x: u64, sizes: &BTreeSet<u64>, traced: bool) -> Option<Position> {
-        let (smallest, largest) = (*sizes.first()?, *sizes.last()?);
-        Some(if sizes.contains(&x) {
-            Position::At { size: x }
-        } else if x < smallest {
-            Position::Below { smallest }
-        } else if x > largest {
-            Position::Past { largest, traced }
-        } else {
-            let below = sizes.range(..x).next_back().copied().unwrap_or(smallest);
-            let above = sizes.range(x..).next().copied().unwrap_or(largest);
-            Position::Between { below, above }
-        })
-    }
-
-    /// The measurement that would settle a miss here, in words.
-    pub fn advice(&self) -> String {
-        let px = crate::units::thousands;
-        match *self {
-            Position::Below { smallest } => {
-                format!("below the smallest size left ({} px): measure smaller sizes", px(smallest))
-            }
-            Position::At { size } => {
-                format!("at a size another source measured ({} px): sources disagree there", px(size))
-            }
-            Position::Between { below, above } => {
-                format!(
-                    "between {} and {} px (the data bends up there): measure inside that stretch",
-                    px(below),
-                    px(above)
-                )
-            }
-            Position::Past { largest, traced } => format!(
-                "past the largest size left ({} px{}): measure beyond it",
-                px(largest),
-                if traced { ", grown by the trace" } else { "" }
-            ),
-        }
-    }
 }
 
 /// One line's cross-validation.
@@ -247,7 +187,12 @@ fn check_line(line: &Line, pts: &[&Point], policy: &Policy, shapes: &Shapes, by:
             let (x, _, clip) = xy(p, policy);
             let (price, traced) = line_price(&r, end, x, p, policy, shapes)?;
             let mut held_out = HeldOut::priced(p, price + clip, fold.clone(), policy)?;
-            held_out.position = Position::of(x, &sizes, traced);
+            let unit = if policy.registry.video(&p.key.vae).is_some() {
+                position::ShapeUnit::WorkingSet
+            } else {
+                position::ShapeUnit::Pixels
+            };
+            held_out.position = Position::of(x, &sizes, traced, unit);
             out.points.push(held_out);
         }
     }

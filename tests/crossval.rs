@@ -138,6 +138,7 @@ fn crossval_by_size_matches_a_brute_force_refit() {
         let want = &positions[p["id"].as_str().unwrap()];
         let mut got = p["position"].clone();
         got.as_object_mut().unwrap().remove("traced");
+        assert_eq!(got.as_object_mut().unwrap().remove("unit"), Some("pixels".into()), "{}", p["id"]);
         assert_eq!(&got, want, "{}", p["id"]);
         kinds.insert(want["kind"].as_str().unwrap().to_string());
     }

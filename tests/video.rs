@@ -390,3 +390,30 @@ fn video_declarations_are_checked_where_they_are_written() {
         assert!(err.contains("policy.toml") && err.contains(words), "{to}: {err}");
     }
 }
+
+/// A video line's crossval miss says where it sat on the line's own axis,
+/// the working set, not the image's pixels (the LTX-2.5 decode's 878 592
+/// pixels lie below both kept working sets it sits between).
+#[test]
+fn a_video_miss_sits_between_working_sets() {
+    let out = on_video_root().args(["--format", "json", "crossval"]).output().unwrap();
+    let j = json_of(&out);
+    let misses: Vec<&Value> = j["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["points"].as_array().unwrap())
+        .filter(|p| p["covered"] == false)
+        .collect();
+    assert!(!misses.is_empty());
+    for m in misses {
+        let pos = &m["position"];
+        assert_eq!(pos["unit"], "working-set", "{m}");
+        if pos["kind"] == "between" {
+            let (lo, hi) = (pos["below"].as_u64().unwrap(), pos["above"].as_u64().unwrap());
+            assert!(lo < hi && m["pixels"].as_u64().unwrap() < lo, "{m}");
+        }
+    }
+    let table = String::from_utf8(on_video_root().arg("crossval").output().unwrap().stdout).unwrap();
+    assert!(table.contains("px of working set where the data bends up"), "{table}");
+}

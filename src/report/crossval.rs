@@ -52,14 +52,14 @@ fn rows(r: &CrossvalReport) -> Vec<Vec<String>> {
 /// How the under-reserved points sat against their refits' sizes: what
 /// would settle them (`crossval::Position`).
 fn misses(r: &CrossvalReport) -> Option<String> {
-    use crate::crossval::Position;
+    use crate::crossval::Place;
     let mut counts = [0usize; 4];
     for p in r.lines.iter().flat_map(|c| c.points.iter()).filter(|p| !p.covered) {
-        let i = match p.position? {
-            Position::Below { .. } => 0,
-            Position::At { .. } => 1,
-            Position::Between { .. } => 2,
-            Position::Past { .. } => 3,
+        let i = match p.position?.place {
+            Place::Below { .. } => 0,
+            Place::At { .. } => 1,
+            Place::Between { .. } => 2,
+            Place::Past { .. } => 3,
         };
         counts[i] += 1;
     }
