@@ -26,12 +26,20 @@ def main(argv=None):
     p.add_argument("--oom-log", help="where out-of-memory points go (default: OUT.oom.jsonl)")
     p.add_argument("--dry-run", action="store_true", help="print the grid and its point count, run nothing")
     p.add_argument("--timeout", type=int, default=600, help="seconds one run may take")
+    p.add_argument("--check-meta", action="store_true",
+                   help="run every point on PyTorch's meta device (needs torch and diffusers, no GPU): "
+                        "each op must run and return its shape; writes nothing")
+    p.add_argument("-q", "--quiet", action="store_true", help="with --check-meta: only the verdict")
     a = p.parse_args(argv)
     try:
         plan = plan_mod.load(a.plan)
     except plan_mod.PlanError as e:
         print("error: %s" % e, file=sys.stderr)
         return 2
+    if a.check_meta:
+        from . import metacheck
+
+        return metacheck.main(plan, a.plan, a.quiet)
     if a.dry_run:
         for point in plan.points:
             print(point.key())

@@ -173,8 +173,6 @@ def _grid_points(grid, where, runs):
                 if doc.get("temporal", 1) == 1:
                     raise PlanError("%s: ops: %s is for a video family's own tiles; %s is an image VAE "
                                     "(tiled-decode with tiles)" % (where, op, f))
-                if doc.get("untraced"):
-                    raise PlanError("%s: ops: %s cannot run %s: %s" % (where, op, f, doc["untraced"]))
     tiled = any(op.startswith("tiled-") for op in ops)
     tiles = _list(grid, "tiles", where) if tiled else grid.get("tiles", [])
     for t in tiles:

@@ -148,6 +148,23 @@ def check_child_group(say=print):
     return failures
 
 
+def check_meta_check(say=print):
+    """The meta check catches a walk that fails: LTX-2's class tiling at
+    832x480 (its last tile one latent row) must fail, at 1024x576 pass."""
+    from . import metacheck
+    from . import plan as plan_mod
+
+    text = ('runs = 1\n[[grid]]\nfamilies = ["ltx2"]\nops = ["host-tiled-decode"]\ndtypes = ["bf16"]\n'
+            'sizes = ["832x480", "1024x576"]\nframes = [9]\nprocess = "grid"\n')
+    plan = plan_mod.parse(text, "<meta check>")
+    failed = metacheck.check_plan(plan, say=lambda _line: None)
+    keys = [f.split(":")[0] for f in failed]
+    if keys != ["ltx2-decode-thost-bf16-832x480x9-b1-native-r1"]:
+        return ["the meta check: expected only LTX-2's 832x480 tiled decode to fail, got %s" % (failed or "none")]
+    say("ok    the meta check fails LTX-2's tiled 832x480 and passes 1024x576")
+    return []
+
+
 def measure_spatial(doc):
     from . import measure
 
@@ -179,6 +196,7 @@ def main(argv=None):
             return 2
     if not a.families:
         failures += check_child_group()
+        failures += check_meta_check()
     for f in failures:
         print("FAIL  %s" % f)
     print("%d families, %d failures" % (len(families), len(failures)))
