@@ -173,13 +173,7 @@ fn a_miss_names_the_sizes_around_it() {
     let run = |args: &[&str]| vramfit().current_dir(data_root()).args(args).output().unwrap();
     let j = json_of(&run(&["--format", "json", "crossval"]));
     let table = stdout_of(&run(&["crossval"]));
-    let misses: Vec<&serde_json::Value> = j["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["points"].as_array().unwrap())
-        .filter(|p| p["covered"] == false)
-        .collect();
+    let misses = crossval_misses(&j);
     assert!(!misses.is_empty());
     let px = |v: &serde_json::Value| vramfit::units::thousands(v.as_u64().unwrap());
     for m in &misses {

@@ -398,13 +398,7 @@ fn video_declarations_are_checked_where_they_are_written() {
 fn a_video_miss_sits_between_working_sets() {
     let out = on_video_root().args(["--format", "json", "crossval"]).output().unwrap();
     let j = json_of(&out);
-    let misses: Vec<&Value> = j["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|l| l["points"].as_array().unwrap())
-        .filter(|p| p["covered"] == false)
-        .collect();
+    let misses = crossval_misses(&j);
     assert!(!misses.is_empty());
     for m in misses {
         let pos = &m["position"];

@@ -206,3 +206,14 @@ pub fn git(dir: &Path, args: &[&str]) {
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The held-out points `crossval --format json` left uncovered.
+pub fn crossval_misses(j: &serde_json::Value) -> Vec<&serde_json::Value> {
+    j["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["points"].as_array().unwrap())
+        .filter(|p| p["covered"] == false)
+        .collect()
+}
