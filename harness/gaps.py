@@ -3,10 +3,11 @@ measures what leave-one-size-out `vramfit crossval` asks for.
 
 Each under-reserved held-out point of `vramfit crossval --format json`
 says where its size sat among the sizes its refit kept (`position`,
-docs/evidence.md). A miss `between` two kept sizes is a stretch where the
-data bends up: sizes inside it are what tighten the line there. A miss
-`past` the largest kept size was an extrapolation: sizes beyond it make it
-an interior point. A miss `below` the smallest asks for smaller sizes.
+docs/evidence.md). A miss `between` two kept sizes lies above the line
+through its neighbours: sizes inside that stretch tighten the line there.
+A miss `past` the largest kept size was an extrapolation: sizes beyond
+it make it an interior point. A miss `below` the smallest asks for
+smaller sizes.
 This turns each miss into square sizes (the line sees pixels only; sides
 are multiples of 64) plus the missed size itself, so the GPU's own curve
 shows whole, and writes one `[[grid]]` per family, op, dtype, allocator

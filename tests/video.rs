@@ -409,5 +409,5 @@ fn a_video_miss_sits_between_working_sets() {
         }
     }
     let table = String::from_utf8(on_video_root().arg("crossval").output().unwrap().stdout).unwrap();
-    assert!(table.contains("px of working set where the data bends up"), "{table}");
+    assert!(table.contains("px of working set, above the line through those sizes"), "{table}");
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 /// Where a held-out size sat against the refit's training sizes, in the
 /// line's own coordinate (`unit`: pixels, or a video line's working set).
-/// A miss `between` two sizes is a stretch the data bends up over: the
-/// chord of its neighbours undershoots it, and only a size measured inside
-/// that stretch tightens it. A miss `past` the largest (or `below` the
+/// A miss `between` two sizes lies above the line through its neighbours
+/// (their chord undershoots it), and only a size measured inside that
+/// stretch tightens it. A miss `past` the largest (or `below` the
 /// smallest) is an extrapolation: measure sizes beyond it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Position {
@@ -70,7 +70,7 @@ impl Position {
                 format!("at a size another source measured ({} {unit}): the sources disagree there", n(size))
             }
             Place::Between { below, above } => format!(
-                "between {} and {} {unit} where the data bends up: measure sizes inside that stretch",
+                "between {} and {} {unit}, above the line through those sizes: measure sizes inside that stretch",
                 n(below),
                 n(above)
             ),
