@@ -51,9 +51,11 @@ def sides_for(position, held_pixels):
         lo, hi = position["below"], position["above"]
         a, b = math.sqrt(lo), math.sqrt(hi)
         for f in (0.25, 0.5, 0.75):
-            s = _step(a + f * (b - a))
-            if lo < s * s < hi:
-                wanted.add(s)
+            # A multiple of 64 where one fits inside, else of 8 (a narrow stretch).
+            for s in (_step(a + f * (b - a)), _side((a + f * (b - a)) ** 2)):
+                if lo < s * s < hi:
+                    wanted.add(s)
+                    break
         wanted.update((_side(lo), _side(hi)))
     elif kind == "past":
         wanted.update(_step(held * f) for f in (1.125, 1.25))

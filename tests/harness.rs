@@ -576,6 +576,8 @@ fn harness_gaps_plans_sizes_where_crossval_missed() {
     let made = serde_json::json!({"by": "size", "lines": [
         line("sd", 512, "cudnn", serde_json::json!({}), serde_json::json!({"kind": "between", "below": 262_144, "above": 4_194_304})),
         line("flux1", 0, "cudnn", serde_json::json!({}), serde_json::json!({"kind": "below", "smallest": 2_359_296})),
+        // A stretch too narrow for a multiple of 64 (1024² to 1088²) still gets sizes inside it.
+        line("qwen_image", 0, "cudnn", serde_json::json!({}), serde_json::json!({"kind": "between", "below": 1_048_576, "above": 1_183_744})),
         line("flux2", 0, "miopen", serde_json::json!({}), serde_json::json!({"kind": "past", "largest": 589_824})),
         line("wan21", 0, "cudnn", serde_json::json!({"temporal_tile": 16}), serde_json::json!({"kind": "past", "largest": 589_824})),
     ]});
@@ -587,12 +589,14 @@ fn harness_gaps_plans_sizes_where_crossval_missed() {
     let tiled = plan_sides(&plan, "sd15", "tiled-decode", "fp16", 512);
     assert!(tiled.iter().any(|s| s * s > 262_144 && s * s < 4_194_304 && *s != 1024), "{tiled:?}");
     assert!(plan_sides(&plan, "flux1", "decode", "fp16", 0).iter().any(|s| *s < 1024));
-    assert_eq!(plan["grid"].as_array().unwrap().len(), 2, "{text}");
+    let narrow = plan_sides(&plan, "qwen_image", "decode", "fp16", 0);
+    assert!(narrow.iter().filter(|s| **s > 1024 && **s < 1088).count() >= 2, "{narrow:?}");
+    assert_eq!(plan["grid"].as_array().unwrap().len(), 3, "{text}");
     assert!(text.contains("flux2-miopen-0") && text.contains("CUDA (cuDNN) only"), "{text}");
     assert!(text.contains("wan21-cudnn-0 (wan21/decode/16f/") && text.contains("a video line"), "{text}");
 
     // Only misses the harness cannot measure: no plan; another fold: refused.
-    let only = serde_json::json!({"by": "size", "lines": [made["lines"][2].clone()]});
+    let only = serde_json::json!({"by": "size", "lines": [made["lines"][3].clone()]});
     let only_path = write(dir.path(), "only.json", &only.to_string());
     let none_path = dir.path().join("none.toml");
     let out = harness(&["gaps", &only_path, "--out", &none_path.display().to_string()]);
