@@ -9,7 +9,7 @@ A miss `past` the largest kept size was an extrapolation: sizes beyond
 it make it an interior point. A miss `below` the smallest asks for
 smaller sizes.
 This turns each miss into square sizes (the line sees pixels only; sides
-are multiples of 64) plus the missed size itself, so the GPU's own curve
+are multiples of 64, or of 8 in a narrow stretch) plus the missed size itself, so the GPU's own curve
 shows whole, and writes one `[[grid]]` per family, op, dtype, allocator
 and tile, run in one process (the first op fresh, the rest warm).
 
