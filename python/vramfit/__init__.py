@@ -1120,14 +1120,12 @@ class Coefficients:
                 "source": t["source"],
             }
         if not warm and term is None:
-            warnings.append("no first use is declared for %s's conv backend: a fresh process's first run may need "
-                            "more than this (measure it with the harness, docs/fit.md, \"First use\")" % here)
+            warnings.append(_say("FIRST_USE_UNKNOWN", here=here))
         elif not warm and term["matched"] != "own":
-            warnings.append("no first use is measured for %s: the %d MiB measured on %s is added"
-                            % (here, term["mib"], term["declared_for"]))
+            warnings.append(_say("FIRST_USE_BORROWED", here=here, mib=term["mib"], there=term["declared_for"]))
         total = r.bytes + (term["bytes"] if term is not None and term["included"] else 0)
         if total > _U64:
-            raise _TooLarge("the reservation with its first use overflows")
+            raise _TooLarge(_say("RESERVATION_TOO_LARGE"))
         return _replace(r, bytes=total, mib=-(-total // MIB), op_bytes=r.bytes, first_use=term, warnings=warnings)
 
     def _composed(self, model, op, width, height, *, frames=1, tile=0, temporal_tile=None, **query):

@@ -81,6 +81,8 @@ WORDS = {
     "NO_VIDEO_PRICE": "no line, no declared estimate and no legacy value for {key}",
     "NO_IMAGE_PRICE": "no coefficient line for {key} and no legacy value: nothing measured for {vae}/{op}/tile {tile}/{dtype} and the legacy table has no element size for {dtype}",
     "AMBIGUOUS_NAME": "'{name}' is read as the {family} VAE: {words}",
+    "FIRST_USE_UNKNOWN": "no first use is declared for {here}'s conv backend: a fresh process's first run may need more than this (measure it with the harness, docs/fit.md, \"First use\")",
+    "FIRST_USE_BORROWED": "no first use is measured for {here}: the {mib} MiB measured on {there} is added",
     "TOO_LARGE": "{width}x{height} × batch {batch} is too large to price",
     "CONTAINS_TOO_LARGE": "{width}x{height} × batch {batch} is too large to price: a smaller request it contains is ({error})",
     "CLIP_TOO_LARGE": "{width}x{height} × {frames} frames × batch {batch} is too large to price",

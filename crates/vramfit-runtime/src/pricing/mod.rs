@@ -229,14 +229,10 @@ fn first_use_warning(r: &Resolved, term: Option<&FirstUseTerm>, warm: bool) -> O
     let here = crate::contract::first_use::platform_words(r.key.conv_backend, r.allocator.value, r.os.value);
     match term {
         _ if warm => None,
-        None => Some(format!(
-            "no first use is declared for {here}'s conv backend: a fresh process's first run may need more than \
-             this (measure it with the harness, docs/fit.md, \"First use\")"
-        )),
-        Some(t) if t.matched != crate::contract::first_use::FirstUseMatch::Own => Some(format!(
-            "no first use is measured for {here}: the {} MiB measured on {} is added",
-            t.mib, t.declared_for
-        )),
+        None => Some(words::FIRST_USE_UNKNOWN.fill(&[("here", &here)])),
+        Some(t) if t.matched != crate::contract::first_use::FirstUseMatch::Own => {
+            Some(words::FIRST_USE_BORROWED.fill(&[("here", &here), ("mib", &t.mib), ("there", &t.declared_for)]))
+        }
         Some(_) => None,
     }
 }
@@ -424,7 +420,7 @@ impl Coefficients {
     /// The answer's bytes: the op's own price plus the first use it includes.
     fn with_first_use(op_bytes: u64, term: Option<&FirstUseTerm>) -> Result<u64> {
         let add = term.filter(|t| t.included).map_or(0, |t| t.bytes);
-        op_bytes.checked_add(add).ok_or_else(|| too_large("the reservation with its first use overflows"))
+        op_bytes.checked_add(add).ok_or_else(|| too_large(words::RESERVATION_TOO_LARGE.text))
     }
 }
 
