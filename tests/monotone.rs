@@ -592,3 +592,53 @@ fn the_python_package_answers_random_chains_like_the_cli() {
     }
     assert!(agreed > 1000, "{agreed} of {} priced", queries.len());
 }
+
+/// Where a family has no line of its own on a platform, a borrowed line
+/// (the unmeasured rule) and its trace both guess; the legacy floor, which
+/// the policy lifts off traced prices, must stay lifted whichever guess is
+/// higher. Found by the property above: it was lifted only where the trace
+/// out-bid the borrowed line, so SD's fp32 encode under
+/// cudaMallocAsync priced 14x1 at 262 MB and 14x504 at 34 MB. Here every
+/// height of a thin image, in every file that lifts the floor.
+#[test]
+fn a_price_does_not_fall_where_the_trace_overtakes_a_borrowed_line() {
+    let env = EnvSnapshot::default();
+    let mut lifting = 0;
+    for (source, coef) in files() {
+        if coef.file.traced.as_ref().is_none_or(|t| t.lifts_legacy_floor.is_none()) {
+            continue;
+        }
+        lifting += 1;
+        for warm in [false, true] {
+            for tile in [0, 504] {
+                let mut last: Option<(u64, u64)> = None;
+                for height in (1..=2048).step_by(7) {
+                    let q = Query {
+                        vae: "sd".into(),
+                        op: Op::Encode,
+                        tile,
+                        width: 14,
+                        height,
+                        batch: 1,
+                        frames: 1,
+                        temporal_tile: None,
+                        dtype: Some(Dtype::Fp32),
+                        loaded_dtype: None,
+                        fp32: None,
+                        conv_backend: ConvBackend::Cudnn,
+                        allocator: Choice::Given(Allocator::CudaMallocAsync),
+                        os: Choice::Given(Os::Linux),
+                        host: None,
+                        warm,
+                    };
+                    let bytes = coef.quote(&q, &env).unwrap().bytes;
+                    if let Some((h, b)) = last {
+                        assert!(bytes >= b, "{source}: 14x{height} tile {tile} prices {bytes} B < 14x{h}'s {b} B");
+                    }
+                    last = Some((height, bytes));
+                }
+            }
+        }
+    }
+    assert!(lifting >= 1, "no file lifts the legacy floor: the case is not exercised");
+}

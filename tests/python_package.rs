@@ -361,7 +361,19 @@ fn the_package_answers_like_the_cli_on_every_line_rule_dtype_allocator_and_os() 
     let qs = queries();
     assert!(qs.len() >= 1000, "{} queries", qs.len());
     let path = coefficients_path().display().to_string();
-    let agreed = agree(&qs, &vec![path; qs.len()]);
+    let mut agreed = agree(&qs, &vec![path; qs.len()]);
+    // The shipped file lifts the legacy floor off traced prices; every third
+    // query again on a copy without the lift, so the floor under a trace and
+    // a borrowed line is agreed on too.
+    let dir = tempfile::tempdir().unwrap();
+    let mut unlifted: Value = serde_json::from_slice(&std::fs::read(coefficients_path()).unwrap()).unwrap();
+    assert!(unlifted["traced"].as_object_mut().unwrap().remove("lifts_legacy_floor").is_some());
+    let unlifted_path = dir.path().join("unlifted.json");
+    std::fs::write(&unlifted_path, serde_json::to_vec(&unlifted).unwrap()).unwrap();
+    let thirds: Vec<Q> = qs.iter().step_by(3).cloned().collect();
+    let thirds_agreed = agree(&thirds, &vec![unlifted_path.display().to_string(); thirds.len()]);
+    let qs: Vec<Q> = qs.iter().cloned().chain(thirds).collect();
+    agreed.extend(thirds_agreed);
     let mut rules = std::collections::BTreeSet::new();
     let mut refusals = 0;
     let mut videos = 0;

@@ -1298,8 +1298,9 @@ class Coefficients:
             legacy = self._legacy_at(key, width, height, batch)
             if guess is None and legacy is None:
                 raise ValueError(_say("NO_IMAGE_PRICE", key=key, vae=key.vae, op=key.op, tile=key.tile, dtype=key.dtype))
-            # A traced price the policy lifts above the legacy floor keeps its own.
-            lifted = rule == "traced" and (self.traced or {}).get("lifts_legacy_floor") is not None
+            # Where the policy lifts the legacy floor off traced prices, a query the traced rule prices is not
+            # floored, whichever guess is higher (else a price falls where the trace overtakes a borrowed line).
+            lifted = traced is not None and (self.traced or {}).get("lifts_legacy_floor") is not None
             if legacy is not None and (guess is None or legacy > guess) and not lifted:
                 rule = "legacy-floor"
         copies = tile_on[4] if derived else 0

@@ -270,9 +270,18 @@ pub(super) fn floor(cx: &mut PricingCtx) {
                                     {
                                         false
                                     }
-                                    // A traced price the file lifts above the legacy floor
-                                    // (`traced.lifts_legacy_floor`) stands on its own.
-                                    Ok(p) if p.rule == Rule::Traced && lifted => false,
+                                    // A query the traced rule prices, where the file lifts the
+                                    // legacy floor (`traced.lifts_legacy_floor`), stands on its
+                                    // own guesses: its trace, or a higher borrowed line.
+                                    Ok(p)
+                                        if lifted
+                                            && p.bytes < l
+                                            && matches!(p.rule, Rule::Traced | Rule::UnmeasuredRule) =>
+                                    {
+                                        !pricer
+                                            .price(&q, &EnvSnapshot::default())
+                                            .is_ok_and(|full| full.traced.is_some())
+                                    }
                                     Ok(p) => p.bytes < l,
                                     Err(_) => true,
                                 };

@@ -372,9 +372,15 @@ impl Step for LegacyFloor {
             bail!(crate::words::NO_IMAGE_PRICE.fill(&at));
         }
         ask.legacy = legacy;
-        // A traced price the policy lifts above the legacy floor keeps its own.
+        // Where the policy lifts the legacy floor off traced prices, a query
+        // the traced rule prices is not floored, whichever guess is higher
+        // (its trace, or a line borrowed from another platform: both are
+        // better evidence than someone else's constant). Lifting it only
+        // where the trace out-bid the borrowed line made a small image the
+        // line won price at the floor (262 MB) above a larger one the trace
+        // won (34 MB): a price that fell as the image grew.
         let lifted = c.file.traced.as_ref().is_some_and(|t| t.lifts_legacy_floor.is_some());
-        if lifted && so_far.is_some_and(|s| s.rule == Rule::Traced) {
+        if lifted && ask.traced.is_some() && so_far.is_some() {
             return Ok(None);
         }
         // The previous estimator's figure stands as it is (it has no cast
