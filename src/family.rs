@@ -79,18 +79,62 @@ pub fn prepare(name: &str, text: &str, file: &str, policy: &Policy, class: Optio
             InputError::at_line(file, r.line, "facts: differ from the first row's: one config per file").field("facts")
         );
     }
-    let mut facts = read_facts(facts_text).map_err(|e| InputError::at_line(file, first.line, format!("facts: {e}")))?;
+    let mut facts = read_facts(facts_text)
+        .map_err(|e| InputError::at_line(file, first.line, format!("facts: {e}")).field("facts"))?;
     if let Some(c) = class {
         facts.class = c;
     }
+    check_rows(&rows, file)?;
     let config_source = config_source(text);
-    let table = table(name, &facts, config_source.as_deref(), file);
+    let table = table(name, &facts, config_source.as_deref())?;
     Ok(Addition { name: name.to_string(), facts, config_source, rows: rows.len(), table })
 }
 
+/// One traced op per (op, dtype, tile, temporal tile, size, frames,
+/// batch): a second row of the same op is either a copy or a contradiction,
+/// and the envelope would keep the larger silently. Both are refused,
+/// naming the second row and the first.
+fn check_rows(rows: &[crate::points::traced::TracedRow], file: &str) -> Result<()> {
+    let mut seen: BTreeMap<_, (u64, u64)> = BTreeMap::new();
+    for r in rows {
+        let key = (r.op, r.dtype, r.tile, r.temporal_tile, r.width, r.height, r.frames, r.batch);
+        if let Some((line, bytes)) = seen.insert(key, (r.line, r.bytes)) {
+            let what = if bytes == r.bytes {
+                format!("traced_bytes: the same op as line {line} again (one row per op)")
+            } else {
+                format!("traced_bytes: {} here and {bytes} on line {line} for the same op: which one was traced?", r.bytes)
+            };
+            bail!(InputError::at_line(file, r.line, what).field("traced_bytes"));
+        }
+    }
+    Ok(())
+}
+
+/// Words a family name must not be: a name is read where these are
+/// (`plan canvas WxH`, a subcommand's name), so a family called one would
+/// change what a command line means.
+pub fn reserved_names() -> Vec<String> {
+    let mut words: Vec<String> = ["canvas", "help", "all", "none", "any", "auto"].map(String::from).to_vec();
+    words.extend(crate::cli::command_words());
+    words.sort();
+    words.dedup();
+    words
+}
+
 fn check_name(name: &str, policy: &Policy) -> Result<()> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
-        bail!("family '{name}': letters, digits, '_', '-' and '.' only");
+    let shown = name.escape_debug();
+    let mut chars = name.chars();
+    let well_formed = name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
+    if !well_formed {
+        bail!(
+            "family '{shown}': a lowercase letter, then lowercase letters, digits, '_', '-' and '.', at most 64 \
+             characters"
+        );
+    }
+    if reserved_names().iter().any(|w| w == name) {
+        bail!("family '{name}': a word vramfit's command line reads ({}): choose another name", reserved_names().join(", "));
     }
     if policy.registry.0.contains_key(name) {
         bail!("family '{name}' is registered already (fits/policy.toml [vae.{name}])");
@@ -171,51 +215,73 @@ fn config_source(text: &str) -> Option<String> {
     row.get(at).map(|s| s.trim().to_string())
 }
 
-/// A TOML basic string: quotes, backslashes and control characters escaped.
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn table(name: &str, f: &Facts, source: Option<&str>, file: &str) -> String {
+/// The `[vae.NAME]` table as TOML, made by the serializer from typed
+/// values: nothing read from the traces or the command line is pasted into
+/// the policy as syntax (a config source with a newline and a `[[exclude]]`
+/// in it stays words inside one string). The comment above it carries no
+/// input at all.
+fn table(name: &str, f: &Facts, source: Option<&str>) -> Result<String> {
     let from = source.unwrap_or("an unnamed config");
-    let mut t = format!(
-        "\n# Registered by `vramfit family add {name}` from {file} (traced from {}): priced by the traced rule\n\
-         # until its points are measured.\n[vae.{name}]\nclass = \"{}\"\nmodels = []\n",
-        from.replace('\n', " "),
-        f.class,
-    );
+    let mut entry = toml::Table::new();
+    entry.insert("class".into(), toml::Value::String(f.class.as_str().into()));
+    entry.insert("models".into(), toml::Value::Array(vec![]));
     if let Some(p) = f.params {
-        t.push_str(&format!("params = {p}\n"));
+        let p = i64::try_from(p).map_err(|_| anyhow!("params: {p} is too large for the policy"))?;
+        entry.insert("params".into(), toml::Value::Integer(p));
     }
-    t.push_str(&format!("note = {}\n", toml_string(&format!("registered from its traces ({from})"))));
+    entry.insert("note".into(), toml::Value::String(format!("registered from its traces ({from})")));
+    let int = |what: &str, v: u64| -> Result<toml::Value> {
+        i64::try_from(v).map(toml::Value::Integer).map_err(|_| anyhow!("{what}: {v} is too large for the policy"))
+    };
     if let Some((heads, head_dim)) = f.attention {
-        t.push_str(&format!(
-            "attention = {{ heads = {heads}, head_dim = {head_dim}, latent_factor = {} }}\n",
-            f.spatial
-        ));
+        let mut a = toml::Table::new();
+        a.insert("heads".into(), int("attention heads", heads)?);
+        a.insert("head_dim".into(), int("attention head size", head_dim)?);
+        a.insert("latent_factor".into(), int("spatial", f.spatial)?);
+        entry.insert("attention".into(), toml::Value::Table(a));
     }
     if let Some(v) = &f.video {
-        t.push_str(&format!(
-            "video = {{ spatial = {}, temporal = {}, walk = \"{}\", frames = {}, overlap = 0, tile = {}, source = {} }}\n",
-            f.spatial,
-            v.temporal,
-            v.walk.as_str(),
-            v.frames,
-            v.tile,
-            toml_string(&format!("traced from {from} (harness trace facts)"))
-        ));
+        let mut t = toml::Table::new();
+        t.insert("spatial".into(), int("spatial", f.spatial)?);
+        t.insert("temporal".into(), int("temporal", v.temporal)?);
+        t.insert("walk".into(), toml::Value::String(v.walk.as_str().into()));
+        t.insert("frames".into(), int("walk_frames", v.frames)?);
+        t.insert("overlap".into(), toml::Value::Integer(0));
+        t.insert("tile".into(), int("tile", u64::from(v.tile))?);
+        t.insert("source".into(), toml::Value::String(format!("traced from {from} (harness trace facts)")));
+        entry.insert("video".into(), toml::Value::Table(t));
     }
-    t
+    let mut families = toml::Table::new();
+    families.insert(name.to_string(), toml::Value::Table(entry));
+    let mut doc = toml::Table::new();
+    doc.insert("vae".into(), toml::Value::Table(families));
+    let body = toml::to_string(&doc).map_err(|e| anyhow!("the [vae.{name}] table: {e}"))?;
+    Ok(format!(
+        "\n# Registered by `vramfit family add` from its traces (its note names the config): priced by the\n\
+         # traced rule until its points are measured.\n{body}"
+    ))
+}
+
+/// The policy with the table appended must read back as the old policy
+/// plus exactly the one new family: every other table, key and value as it
+/// was. (A pasted value that broke out of its string would show here as an
+/// extra `[[exclude]]`, `[[keep]]` or `[vae.*]`.)
+fn check_read_back(old: &str, new: &str, name: &str, shown: &str) -> Result<()> {
+    let parse = |t: &str| t.parse::<toml::Table>().map_err(|e| anyhow!("{shown}: {e}"));
+    let before = parse(old)?;
+    let mut after = parse(new)?;
+    let added = after
+        .get_mut("vae")
+        .and_then(|v| v.as_table_mut())
+        .and_then(|v| v.remove(name))
+        .ok_or_else(|| anyhow!("{shown}: [vae.{name}] did not register; nothing was written"))?;
+    if after.get("vae").and_then(|v| v.as_table()).is_some_and(|v| v.is_empty()) && !before.contains_key("vae") {
+        after.remove("vae");
+    }
+    if after != before || !added.is_table() {
+        bail!("{shown}: adding [vae.{name}] would change more than that family; nothing was written");
+    }
+    Ok(())
 }
 
 /// What `family add` did.
@@ -253,13 +319,39 @@ pub fn add(
     let text = crate::fsio::read_text(traces)?;
     let addition = prepare(name, &text, &traces_shown, &policy, class)?;
     let new_policy = format!("{}{}", old_policy.trim_end_matches('\n').to_string() + "\n", addition.table);
-    // The new policy must read, with the family in it, before anything is written.
+    // The new policy must read, with the family in it and nothing else
+    // changed, before anything is written.
+    check_read_back(&old_policy, &new_policy, name, &policy_shown)?;
     let (read_back, _) = crate::policy::parse(&new_policy, &policy_shown)
         .map_err(|e| anyhow!("{e:#}: the policy with [vae.{name}] added does not read, so nothing was written"))?;
     if !read_back.registry.0.contains_key(name) {
         bail!("{policy_shown}: [vae.{name}] did not register; nothing was written");
     }
-    let dest = root.join("measurements").join("traced").join(format!("{name}.csv"));
+    // Every row must place on the family's line under that policy: a size
+    // or a byte count too large to price is the input's fault, named at
+    // its file, line and field, not found later in the generated policy.
+    let rows = parse(&text, &traces_shown, None)?;
+    for r in &rows {
+        if let Err(e) = crate::traced::Shapes::of(std::slice::from_ref(r), &read_back) {
+            let field = if crate::exact::pixels(r.width, r.height, r.batch).is_none() {
+                "width"
+            } else if r.frames > 1 {
+                "frames"
+            } else {
+                "traced_bytes"
+            };
+            bail!(InputError::at_line(&traces_shown, r.line, format!("{field}: too large to price ({e:#})"))
+                .field(field));
+        }
+    }
+    crate::traced::Shapes::of(&rows, &read_back).map_err(|e| InputError::in_file(&traces_shown, format!("{e:#}")))?;
+    let dest_rel = Path::new("measurements").join("traced").join(format!("{name}.csv"));
+    let policy_rel = Path::new("fits").join("policy.toml");
+    let dest = root.join(&dest_rel);
+    // The write rule before anything is read as "there" or written: no link
+    // at the traces' name, the policy or any folder on the way.
+    crate::fsio::check_in_root(root, &dest_rel)?;
+    crate::fsio::check_in_root(root, &policy_rel)?;
     let old_dest = std::fs::read(&dest).ok();
     let same_file = std::fs::canonicalize(&dest).ok().is_some_and(|d| std::fs::canonicalize(traces).ok() == Some(d));
     if let (Some(old), false) = (&old_dest, same_file) {
@@ -267,20 +359,18 @@ pub fn add(
             bail!("{} exists with other rows: remove it, or pass it as --traces", crate::fsio::shown(&dest));
         }
     }
-    if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| anyhow!("{}: {e}", crate::fsio::shown(dir)))?;
-    }
+    let write = |rel: &Path, bytes: &[u8]| crate::fsio::write_in_root(root, rel, &mut |w| w.write_all(bytes));
     let restore = || -> Result<()> {
-        crate::fsio::write_atomic(&policy_path, old_policy.as_bytes())?;
+        write(&policy_rel, old_policy.as_bytes())?;
         match &old_dest {
-            Some(old) => crate::fsio::write_atomic(&dest, old),
+            Some(old) => write(&dest_rel, old),
             None => std::fs::remove_file(&dest).map_err(|e| anyhow!("{}: {e}", crate::fsio::shown(&dest))),
         }
     };
     if !same_file {
-        crate::fsio::write_atomic(&dest, text.as_bytes())?;
+        write(&dest_rel, text.as_bytes())?;
     }
-    if let Err(e) = crate::fsio::write_atomic(&policy_path, new_policy.as_bytes()) {
+    if let Err(e) = write(&policy_rel, new_policy.as_bytes()) {
         restore()?;
         return Err(e);
     }
@@ -339,7 +429,7 @@ mod tests {
     #[test]
     fn the_table_is_valid_toml_with_escaped_words() {
         let f = read_facts("class=kl-2d;spatial=8;params=5;attention=1x128").unwrap();
-        let t = table("mine", &f, Some("a \"quoted\" source\\path"), "t.csv");
+        let t = table("mine", &f, Some("a \"quoted\" source\\path")).unwrap();
         let v: toml::Value = toml::from_str(&t).unwrap();
         let e = &v["vae"]["mine"];
         assert_eq!(e["class"].as_str(), Some("kl-2d"));

@@ -8,6 +8,8 @@ use serde::Serialize;
 pub const POINTS_FILE: &str = "measurements/vae.json";
 pub const POLICY_FILE: &str = "fits/policy.toml";
 pub const SHIPPED_FILE: &str = "fits/vae.json";
+/// The Python package's copy of [`SHIPPED_FILE`] (what `pip install` ships).
+pub const BUNDLED_FILE: &str = "python/vramfit/vae.json";
 pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps.rs";
 
 /// Every check's stable code, in the order docs/verify.md lists them. The
@@ -61,6 +63,9 @@ pub enum Code {
     TracedBand,
     /// A declared first use that its platform's fresh points do not prove.
     FirstUse,
+    /// A shipped copy of `fits/vae.json` (the Python package's
+    /// `python/vramfit/vae.json`) that differs from it byte for byte.
+    Copy,
 }
 
 impl Code {
@@ -86,6 +91,7 @@ impl Code {
         Code::Attention,
         Code::TracedBand,
         Code::FirstUse,
+        Code::Copy,
     ];
 
     /// The stable spelling, as in JSON.
@@ -111,6 +117,7 @@ impl Code {
             Code::Attention => "attention",
             Code::TracedBand => "traced-band",
             Code::FirstUse => "first-use",
+            Code::Copy => "copy",
         }
     }
 }

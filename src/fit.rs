@@ -171,11 +171,22 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
     while n * (hull[j + 1].x as u128) < sum_x {
         j += 1;
     }
-    let (p, q) = (hull[j], hull[j + 1]);
+    on_edge(hull[j], hull[j + 1], || max_by_ratio(&tops), || Ok(max_flat(&tops)))
+}
+
+/// The envelope on the hull edge `p`–`q` above the mean, or its pivot on
+/// the origin (`best_ratio`) or its flat line (`best_flat`) where the edge
+/// would need a negative base or slope.
+fn on_edge<'a>(
+    p: Vertex<'a>,
+    q: Vertex<'a>,
+    best_ratio: impl FnOnce() -> Result<Vertex<'a>, FitError>,
+    best_flat: impl FnOnce() -> Result<Vertex<'a>, FitError>,
+) -> Result<Envelope, FitError> {
     let slope = Ratio::new(q.y - p.y, q.x - p.x)?;
     let base = Ratio::int(p.y).checked_sub(slope.checked_mul(Ratio::int(p.x))?)?;
     if base.is_negative() {
-        let best = max_by_ratio(&tops)?;
+        let best = best_ratio()?;
         return Ok(Envelope {
             slope: Ratio::new(best.y, best.x)?,
             base: Ratio::zero(),
@@ -183,8 +194,7 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
         });
     }
     if slope.is_negative() {
-        let best = tops.iter().max_by(|a, b| a.y.cmp(&b.y).then(b.x.cmp(&a.x)).then_with(|| b.id.cmp(a.id))).copied();
-        let best = best.ok_or(FitError::NoPoints)?;
+        let best = best_flat()?;
         return Ok(Envelope {
             slope: Ratio::zero(),
             base: Ratio::int(best.y),
@@ -192,6 +202,23 @@ pub fn envelope(points: &[FitPoint]) -> Result<Envelope, FitError> {
         });
     }
     Ok(Envelope { slope, base, support: Support::Edge { left: p.id.to_string(), right: q.id.to_string() } })
+}
+
+/// Whether `a` wins over `b` as the flat line's point: the higher demand,
+/// then the smaller size, then the smaller id.
+fn flat_order(a: &Vertex, b: &Vertex) -> Ordering {
+    a.y.cmp(&b.y).then(b.x.cmp(&a.x)).then_with(|| b.id.cmp(a.id))
+}
+
+/// The flat line's point: the highest demand ([`flat_order`]).
+fn max_flat<'a>(tops: &[Vertex<'a>]) -> Vertex<'a> {
+    let mut best = tops[0];
+    for v in &tops[1..] {
+        if flat_order(v, &best) == Ordering::Greater {
+            best = *v;
+        }
+    }
+    best
 }
 
 /// The point with the largest `y/x`; ties go to the smaller size, then id.
@@ -240,6 +267,8 @@ pub fn total_over(slope: Ratio, base: Ratio, points: &[FitPoint]) -> Result<Rati
     let sum_y: i128 = points.iter().map(|p| i128::from(p.y)).sum();
     slope.checked_mul(Ratio::int(sum_x))?.checked_add(base.checked_mul(Ratio::int(n))?)?.checked_sub(Ratio::int(sum_y))
 }
+
+pub mod leave_out;
 
 #[cfg(test)]
 mod tests;

@@ -20,22 +20,27 @@ fn folder_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
-/// The file a write to `path` replaces: `path` itself, or, when `path` is a
-/// symbolic link, the file it finally points at. A symlinked store or
-/// coefficients file is written *through* to its target, so the link stays
-/// a link and its target is never left stale.
-pub fn write_target(path: &Path) -> Result<PathBuf> {
-    let mut at = path.to_path_buf();
-    for _ in 0..40 {
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let to = fs::read_link(&at).with_context(|| format!("cannot read the link {}", at.display()))?;
-                at = if to.is_absolute() { to } else { folder_of(&at).join(to) };
-            }
-            _ => return Ok(at),
-        }
+// The one write rule (docs/cli.md, "Where vramfit writes"): every file
+// vramfit writes lies under a folder the user chose (the root, or an
+// `--out`), and nothing on the way from that folder to the file may be a
+// symbolic link: not the `--out` folder or file itself, not a folder under
+// the root or the output folder, not the file's own name (a dangling link
+// included). A link there is refused by name, with exit 2, before anything
+// is written. The root itself may be reached through a link (it is how the
+// user named it); nothing below it is followed. Files are replaced through
+// an exclusively created temporary file and a rename, which replaces a
+// directory entry and never writes through one.
+
+/// Refuses `path` when it is a symbolic link (dangling or not).
+fn refuse_link(path: &Path, what: &str) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "{}: a symbolic link where vramfit writes {what}: refused (vramfit never writes through a link); \
+             remove it or choose another path",
+            shown(path)
+        ),
+        _ => Ok(()),
     }
-    anyhow::bail!("{}: too many levels of symbolic links", path.display())
 }
 
 /// A name no other process can predict: the process id and 64 random bits.
@@ -46,37 +51,27 @@ fn unpredictable_suffix() -> String {
     format!("{}-{:016x}", std::process::id(), h.finish())
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and
-/// a rename, so a reader (or a crash) never sees half a file. The new file
-/// keeps the permission bits of the one it replaces, and the temporary file
-/// is removed on every failure path.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, &mut |w| w.write_all(bytes))
-}
-
-/// [`write_atomic`] for content made while it is written (a store of 10^6
-/// points is never held whole in memory): `fill` writes into a buffered
-/// temporary file. The temporary file is created exclusively under an
-/// unpredictable name (a link planted at any name is never followed), a
-/// symlinked `path` is written through to its target, and the folder is
-/// synced after the rename so a power cut cannot bring the old file back.
-pub fn write_atomic_with(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let path = &write_target(path)?;
+/// Writes `bytes` to the file `path` a user named (`export --out FILE`):
+/// `path` itself must not be a link; a missing folder is created. The
+/// temporary file is created exclusively under an unpredictable name and
+/// renamed over `path`, and the folder synced after the rename so a power
+/// cut cannot bring the old file back.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    refuse_link(path, "a file")?;
     let dir = folder_of(path);
     fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
-    replace_entry(path, fill)
+    replace_entry(path, &mut |w| w.write_all(bytes))
 }
 
 /// Writes `bytes` to `folder/rel` and never outside `folder`: a folder
 /// output (`plot --out`, `report --out`) is written where the user chose,
-/// whatever links someone planted in it. Every folder on the way and the
-/// file's own name must not be a symbolic link (refused, naming it, before
-/// anything is written there); missing folders are created one by one
-/// without following anything; the file is made through a temporary file
-/// created exclusively beside it and a rename, which replaces a directory
-/// entry and never writes through one. `rel` holds plain names only.
+/// whatever links someone planted in it. The folder itself, every folder on
+/// the way and the file's own name must not be a symbolic link (refused,
+/// naming it, before anything is written there); missing folders are
+/// created one by one without following anything. `rel` holds plain names
+/// only.
 pub fn write_in(folder: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
-    let at = walk_in(folder, rel, true)?;
+    let at = walk_in(folder, rel, true, true)?;
     replace_entry(&at, &mut |w| w.write_all(bytes))
 }
 
@@ -84,15 +79,32 @@ pub fn write_in(folder: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
 /// the name), checked before a command writes any of its files, so a
 /// refusal leaves the folder as it was.
 pub fn check_in(folder: &Path, rel: &Path) -> Result<()> {
-    walk_in(folder, rel, false).map(|_| ())
+    walk_in(folder, rel, false, true).map(|_| ())
 }
 
-/// The walk of [`write_in`] and [`check_in`]: each name on the way, never
-/// a link; with `create`, missing folders are made.
-fn walk_in(folder: &Path, rel: &Path, create: bool) -> Result<PathBuf> {
+/// Writes a file of the root (`rel`: `fits/vae.json`, …) under the same
+/// rule as [`write_in`], except that the root itself may be reached
+/// through a link.
+pub fn write_in_root(root: &Path, rel: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let at = walk_in(root, rel, true, false)?;
+    replace_entry(&at, fill)
+}
+
+/// Whether [`write_in_root`] would refuse `root/rel`.
+pub fn check_in_root(root: &Path, rel: &Path) -> Result<()> {
+    walk_in(root, rel, false, false).map(|_| ())
+}
+
+/// The walk of the writers: each name on the way, never a link; with
+/// `create`, missing folders are made; with `output`, `folder` itself (an
+/// `--out` the user named) must not be a link either.
+fn walk_in(folder: &Path, rel: &Path, create: bool, output: bool) -> Result<PathBuf> {
     use std::path::Component;
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         anyhow::bail!("{}: not a plain name inside the output folder", rel.display());
+    }
+    if output {
+        refuse_link(folder, "its output folder")?;
     }
     if create {
         fs::create_dir_all(folder).with_context(|| format!("cannot create folder {}", folder.display()))?;
@@ -104,10 +116,11 @@ fn walk_in(folder: &Path, rel: &Path, create: bool) -> Result<PathBuf> {
         let last = i + 1 == names.len();
         match fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
-                "{}: a symbolic link where vramfit writes {}: refused (a folder output never follows a link inside \
-                 its folder); remove it or choose another --out",
-                at.display(),
-                if last { "a file" } else { "a folder" }
+                "{}: a symbolic link where vramfit writes {}: refused (vramfit never writes through a link); \
+                 remove it or choose another {}",
+                shown(&at),
+                if last { "a file" } else { "a folder" },
+                if output { "--out" } else { "root" }
             ),
             Ok(m) if !last && !m.is_dir() => anyhow::bail!("{}: not a folder", at.display()),
             Ok(m) if last && !m.is_file() => anyhow::bail!("{}: not a regular file", at.display()),
@@ -123,7 +136,7 @@ fn walk_in(folder: &Path, rel: &Path, create: bool) -> Result<PathBuf> {
     Ok(at)
 }
 
-/// The temporary file and rename of [`write_atomic_with`], on `path` as it
+/// The temporary file and rename of every writer, on `path` as it
 /// is (no link resolved: the caller has checked there is none).
 fn replace_entry(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let dir = folder_of(path);
@@ -169,9 +182,8 @@ fn sync_folder(dir: &Path) {
 /// lock no other writer of the data can be mid-write. Only regular files of
 /// the exact pattern go (a link of that name is left alone, never followed).
 fn remove_stale_temps(path: &Path) {
-    let Ok(path) = write_target(path) else { return };
-    let prefix = tmp_prefix(&path);
-    let Ok(entries) = fs::read_dir(folder_of(&path)) else { return };
+    let prefix = tmp_prefix(path);
+    let Ok(entries) = fs::read_dir(folder_of(path)) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let is_temp = name.strip_prefix(&prefix).is_some_and(|rest| {
@@ -187,12 +199,13 @@ fn remove_stale_temps(path: &Path) {
 /// An exclusive lock on the data a writer changes, held by `ingest` and
 /// `emit` for their whole read–modify–write, so two writers never both read
 /// the old file and the second rename drops the first one's rows. The lock
-/// is on the folder that really holds each written file (symbolic links
-/// resolved), so every route to the same data — two roots sharing one
-/// `measurements/` through a link, a symlinked store — takes the same lock.
-/// Released when dropped (and by the OS when the process dies, so a killed
-/// run never leaves it stuck).
+/// is on the folder that really holds each written file (the root's own
+/// link resolved), so every spelling of the same root — relative,
+/// absolute, through a link — takes the same lock. Released when dropped
+/// (and by the OS when the process dies, so a killed run never leaves it
+/// stuck).
 pub struct RootLock {
+    root: PathBuf,
     _folders: Vec<fs::File>,
 }
 
@@ -203,16 +216,22 @@ const QUIET_WAIT: Duration = Duration::from_secs(1);
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 
 impl RootLock {
-    /// Takes the lock on the data behind `files` (the files the writer will
-    /// replace), waiting at most `wait` for another writer; after a second
-    /// of waiting it says so on stderr. Past `wait` it fails naming the
-    /// folder and, where the system says, the process holding it.
-    pub fn acquire(files: &[PathBuf], wait: Duration) -> Result<RootLock> {
+    /// Takes the lock on the folders of `files` (paths under `root`, the
+    /// files the writer will replace), waiting at most `wait` for another
+    /// writer; after a second of waiting it says so on stderr. Past `wait`
+    /// it fails naming the folder and, where the system says, the process
+    /// holding it. A link under the root, on the way to any of the files,
+    /// is refused before anything is locked or written.
+    pub fn acquire(root: &Path, files: &[PathBuf], wait: Duration) -> Result<RootLock> {
         let mut folders: Vec<PathBuf> = Vec::new();
         for f in files {
-            let target = write_target(f)?;
-            let dir = folder_of(&target);
-            fs::create_dir_all(dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
+            let rel = f.strip_prefix(root).with_context(|| format!("{} is not under the root", f.display()))?;
+            check_in_root(root, rel)?;
+            let dir = folder_of(f);
+            if let Some(rel_dir) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                // Made one folder at a time, never through a link.
+                walk_in(root, &rel_dir.join("x"), true, false)?;
+            }
             folders.push(fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?);
         }
         // One order for every writer, so two never wait on each other.
@@ -223,20 +242,21 @@ impl RootLock {
         for dir in &folders {
             held.push(lock_folder(dir, start, wait)?);
         }
-        Ok(RootLock { _folders: held })
+        Ok(RootLock { root: root.to_path_buf(), _folders: held })
     }
 
-    /// Writes a file of the locked data atomically, first removing the
-    /// temporary files a killed writer left beside it.
+    /// Writes a file of the locked data (a path under the root) atomically,
+    /// first removing the temporary files a killed writer left beside it.
     pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        remove_stale_temps(path);
-        write_atomic(path, bytes)
+        self.write_with(path, &mut |w| w.write_all(bytes))
     }
 
     /// [`RootLock::write`] for content written as it is made.
     pub fn write_with(&self, path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+        let rel = path.strip_prefix(&self.root).with_context(|| format!("{} is not under the root", path.display()))?;
+        check_in_root(&self.root, rel)?;
         remove_stale_temps(path);
-        write_atomic_with(path, fill)
+        write_in_root(&self.root, rel, fill)
     }
 }
 

@@ -84,12 +84,12 @@ impl Workspace {
     }
 
     /// The exclusive lock writers hold for a whole read–modify–write: on
-    /// the folders that really hold the store, the coefficients and the
-    /// package's copy (links resolved), waiting at most `wait`.
+    /// the folders that hold the store, the coefficients and the package's
+    /// copy (no link under the root), waiting at most `wait`.
     pub fn lock(&self, wait: std::time::Duration) -> Result<RootLock> {
         let mut files = vec![self.points_path(), self.coefficients_path()];
         files.extend(self.bundled_copy_path());
-        RootLock::acquire(&files, wait)
+        RootLock::acquire(&self.root, &files, wait)
     }
 
     /// The policy and its problems (unknown keys), as `verify` wants them.
@@ -160,7 +160,11 @@ impl Workspace {
     /// The traced rows of `measurements/traced/` (docs/traced.md); none
     /// when the folder is missing.
     pub fn traces(&self, registry: &crate::registry::Registry) -> Result<Vec<crate::points::traced::TracedRow>> {
-        crate::points::traced::read_dir(&self.root().join("measurements").join("traced"), registry)
+        crate::points::traced::read_dir(
+            &self.root().join("measurements").join("traced"),
+            "measurements/traced",
+            registry,
+        )
     }
 
     pub fn inputs_strict(&self, digest: Digest) -> Result<Inputs> {

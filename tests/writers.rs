@@ -161,24 +161,22 @@ fn a_rewrite_keeps_the_permission_bits() {
 
 // --- Hostile surroundings ----------------------------------------------------
 
-/// Two roots whose `measurements/` are links to one folder: concurrent
-/// ingests through both lose no row, because the lock is on the data.
+/// One root named two ways (its own path, and a link to it): concurrent
+/// ingests through both lose no row, because the lock is on the folder
+/// that holds the data, whatever the root's spelling.
 #[cfg(unix)]
 #[test]
-fn two_roots_sharing_one_store_lose_no_row() {
+fn two_spellings_of_one_root_lose_no_row() {
     let shared = scratch();
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for r in [a.path(), b.path()] {
-        fs::create_dir_all(r.join("fits")).unwrap();
-        fs::copy(shared.path().join("fits/policy.toml"), r.join("fits/policy.toml")).unwrap();
-        std::os::unix::fs::symlink(shared.path().join("measurements"), r.join("measurements")).unwrap();
-    }
+    let links = tempfile::tempdir().unwrap();
+    let (a, b) = (shared.path().to_path_buf(), links.path().join("via-link"));
+    std::os::unix::fs::symlink(shared.path(), &b).unwrap();
     let before = shipped_count();
     let mut children = Vec::new();
     for i in 0..8 {
         let f = shared.path().join(format!("c{i}.csv"));
         fs::write(&f, rows_csv(&format!("r{i}"), 5)).unwrap();
-        children.push(spawn_ingest(if i % 2 == 0 { a.path() } else { b.path() }, &f));
+        children.push(spawn_ingest(if i % 2 == 0 { &a } else { &b }, &f));
     }
     for c in children {
         let out = c.wait_with_output().unwrap();
@@ -213,29 +211,36 @@ fn a_held_lock_gives_up_after_wait_and_names_the_holder() {
 }
 
 /// A link planted at any temporary name is never followed, and a store that
-/// is itself a link is written through to its target (the link stays).
+/// is itself a link is refused (exit 2, nothing written through it), as is
+/// a `measurements/` folder that is a link.
 #[cfg(unix)]
 #[test]
-fn planted_links_are_never_followed_and_a_linked_store_is_written_through() {
+fn planted_links_are_never_followed_and_a_linked_store_is_refused() {
     let root = scratch();
     let victim = root.path().join("victim.txt");
     fs::write(&victim, "precious").unwrap();
     for name in [".vae.json.tmp-1", ".vae.json.tmp-99999", ".vae.json.tmp-123-00000000deadbeef"] {
         std::os::unix::fs::symlink(&victim, root.path().join("measurements").join(name)).unwrap();
     }
-    // The store itself a link to a file elsewhere.
+    let f = root.path().join("a.csv");
+    fs::write(&f, rows_csv("link", 2)).unwrap();
+    // With the links only at temporary names, the ingest goes through.
+    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious", "no write through a planted link");
+    // The planted links are not vramfit's temporary files: left alone.
+    assert!(fs::symlink_metadata(root.path().join("measurements/.vae.json.tmp-1")).is_ok());
+    // The store itself a link to a file elsewhere: refused, the target untouched.
     let real = root.path().join("elsewhere.json");
     fs::rename(root.path().join("measurements/vae.json"), &real).unwrap();
     std::os::unix::fs::symlink(&real, root.path().join("measurements/vae.json")).unwrap();
-    let f = root.path().join("a.csv");
-    fs::write(&f, rows_csv("link", 2)).unwrap();
-    vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).assert().code(0);
-    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious", "no write through a planted link");
-    let link = fs::symlink_metadata(root.path().join("measurements/vae.json")).unwrap();
-    assert!(link.file_type().is_symlink(), "the store stays a link");
-    assert!(fs::read_to_string(&real).unwrap().contains("link-"), "its target holds the new rows");
-    // The planted links are not vramfit's temporary files: left alone.
-    assert!(fs::symlink_metadata(root.path().join("measurements/.vae.json.tmp-1")).is_ok());
+    let before = fs::read(&real).unwrap();
+    let g = root.path().join("b.csv");
+    fs::write(&g, rows_csv("again", 2)).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&g).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("measurements/vae.json: a symbolic link"));
+    assert_eq!(fs::read(&real).unwrap(), before, "nothing written through the link");
+    assert!(fs::symlink_metadata(root.path().join("measurements/vae.json")).unwrap().file_type().is_symlink());
 }
 
 /// A write that cannot happen (standard output a full device) is exit 2 with

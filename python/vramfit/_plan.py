@@ -219,7 +219,7 @@ def _pair(spatial, temporal):
 
 
 def _temporal_candidates(v):
-    if v["walk"] == "causal":
+    if v["walk"] != "tiles":
         return [0]
     step = max(v["temporal_compression"], 1)
     ceiling = v["frames"] if v["temporal_tile"] == 0 else v["temporal_tile"]
@@ -240,7 +240,7 @@ def _largest_tiles(price_pair, width, height, budget, asked, known):
     temporal = _temporal_candidates(asked)
 
     def price(s, t):
-        return price_pair(s, t if asked["walk"] != "causal" else None)
+        return price_pair(s, t if asked["walk"] == "tiles" else None)
 
     def fits(r):
         return r.bytes <= budget

@@ -31,6 +31,22 @@ pub const EXIT_INPUT: u8 = 2;
 /// and returns the exit code: the whole binary, callable in-process (the
 /// fuzz tests drive thousands of command lines through it). Neither stream
 /// counts as a terminal: no colour, plain tables.
+/// The names of every subcommand (and their aliases): words a family name
+/// must not shadow.
+pub fn command_words() -> Vec<String> {
+    use clap::CommandFactory;
+    let cmd = args::Cli::command();
+    let mut words = Vec::new();
+    for sub in cmd.get_subcommands() {
+        words.push(sub.get_name().to_string());
+        words.extend(sub.get_all_aliases().map(str::to_string));
+        for inner in sub.get_subcommands() {
+            words.push(inner.get_name().to_string());
+        }
+    }
+    words
+}
+
 pub fn run_from<I, T>(args: I, env: &EnvSnapshot, out: &mut dyn Write, err: &mut dyn Write) -> u8
 where
     I: IntoIterator<Item = T>,

@@ -36,6 +36,26 @@ pub enum Place {
 impl Position {
     /// Where `x` sits among `sizes` (empty: nowhere); `traced` says whether
     /// a price past the end was grown by the trace.
+    /// The place of a size `x` that is not one of the kept sizes, from the
+    /// kept sizes' ends and its nearest kept neighbours either side.
+    pub(super) fn of_neighbours(
+        x: u64,
+        smallest: u64,
+        largest: u64,
+        (below, above): (Option<u64>, Option<u64>),
+        traced: bool,
+        unit: ShapeUnit,
+    ) -> Position {
+        let place = if x < smallest {
+            Place::Below { smallest }
+        } else if x > largest {
+            Place::Past { largest, traced }
+        } else {
+            Place::Between { below: below.unwrap_or(smallest), above: above.unwrap_or(largest) }
+        };
+        Position { place, unit }
+    }
+
     pub(super) fn of(x: u64, sizes: &BTreeSet<u64>, traced: bool, unit: ShapeUnit) -> Option<Position> {
         let (smallest, largest) = (*sizes.first()?, *sizes.last()?);
         let place = if sizes.contains(&x) {

@@ -12,9 +12,11 @@ use anyhow::Result;
 /// Temporal tiles to try, largest first: the whole clip at once (when the
 /// query asked for it), then the temporal step (output frames per latent
 /// frame) times 1, 2, 4, … below the clip and no larger than the tile asked.
-/// A causal decoder takes no temporal tile.
+/// Only a decoder that walks tiles takes a temporal tile: a causal one
+/// walks its own steps, and one that decodes every frame at once (`all`)
+/// has no temporal tile to shrink, so neither is searched over one.
 pub fn temporal_candidates(v: &VideoTerms) -> Vec<u32> {
-    if v.walk == Walk::Causal {
+    if v.walk != Walk::Tiles {
         return vec![0];
     }
     let step = u32::try_from(v.temporal_compression.max(1)).unwrap_or(u32::MAX);
@@ -46,7 +48,7 @@ pub fn largest_tiles(
     let spatial = TileCandidates::new(q.width, q.height, below, known);
     let temporal = temporal_candidates(asked);
     let price = |s: u32, t: u32| {
-        let tt = (asked.walk != Walk::Causal).then_some(t);
+        let tt = (asked.walk == Walk::Tiles).then_some(t);
         pricer.price(&Query { tile: s, temporal_tile: tt, ..q.clone() }, env)
     };
     let fits = |p: &Price| p.bytes <= budget;

@@ -47,6 +47,9 @@ const NEEDED: [&str; 10] =
 /// The rows of one traced file; every `vae` must be registered (None: any
 /// name, for `family add`, which registers it).
 pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<TracedRow>> {
+    // One byte-order mark at the start is what a spreadsheet writes: read
+    // past it, as a measurement CSV is.
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut lines = text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l)).filter(|(_, l)| !l.trim().is_empty());
     let Some((_, head)) = lines.next() else { bail!(InputError::in_file(file, "empty: expected a header line")) };
     let header: Vec<String> = split_fields(head, file, 1, None)?.iter().map(|h| h.trim().to_string()).collect();
@@ -64,15 +67,33 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
         if f.len() != header.len() {
             bail!(InputError::at_line(file, line, format!("{} fields, the header has {}", f.len(), header.len())));
         }
+        // No control character (a NUL, an escape) in any field: a file that
+        // carries one was not written by the tracer, and its words would
+        // travel into the shipped file and the policy.
+        if let Some((k, _)) = f.iter().enumerate().find(|(_, v)| v.chars().any(|c| c.is_control() && c != '\t')) {
+            let name = header.get(k).map_or("?", String::as_str);
+            bail!(InputError::at_line(
+                file,
+                line,
+                format!("{name}: a control character in '{}'", f[k].escape_debug())
+            )
+            .field(name));
+        }
         let field = |k: usize| f[at[k]].trim();
         let wrong = |k: usize, what: &str| {
             anyhow::Error::new(
-                InputError::at_line(file, line, format!("{}: {what}, found '{}'", NEEDED[k], field(k).escape_debug()))
+                InputError::at_line(file, line, format!("{}: {what}, found '{}'", NEEDED[k], f[at[k]].escape_debug()))
                     .field(NEEDED[k]),
             )
         };
+        // A count is digits alone: no sign, no space around it (a number a
+        // tool wrote with padding is a sign it was edited by hand).
         let count = |k: usize, least: u64| -> Result<u64> {
-            match field(k).parse::<u64>() {
+            let raw = &f[at[k]];
+            if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(wrong(k, "expected digits alone"));
+            }
+            match raw.parse::<u64>() {
                 Ok(n) if n >= least => Ok(n),
                 _ => Err(wrong(k, if least > 0 { "expected a positive integer" } else { "expected an integer" })),
             }
@@ -92,9 +113,9 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
             frames: count(7, 1)?,
             batch: count(8, 1)?,
             bytes: count(9, 1)?,
-            temporal_tile: match temporal_at.map(|k| f[k].trim()) {
+            temporal_tile: match temporal_at.map(|k| f[k].as_ref()) {
                 None => 0,
-                Some(t) => t.parse::<u32>().map_err(|_| {
+                Some(t) => t.parse::<u32>().ok().filter(|_| t.bytes().all(|b| b.is_ascii_digit())).ok_or_else(|| {
                     anyhow::Error::new(
                         InputError::at_line(
                             file,
@@ -114,7 +135,12 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
 }
 
 /// Every traced file of a folder (`*.csv`, by name); a missing folder is none.
-pub fn read_dir(dir: &Path, registry: &Registry) -> Result<Vec<TracedRow>> {
+/// A row's `file` is `under/NAME.csv` (`under` is the folder as the root
+/// names it, `measurements/traced`), never the path as this run spelled
+/// it: rows are identified in the shipped file (a shape's support, the
+/// traces digest), which must not depend on where the root is or how it was
+/// named. Errors name the file as the user reaches it.
+pub fn read_dir(dir: &Path, under: &str, registry: &Registry) -> Result<Vec<TracedRow>> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
     let mut files: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -124,7 +150,12 @@ pub fn read_dir(dir: &Path, registry: &Registry) -> Result<Vec<TracedRow>> {
     let mut rows = Vec::new();
     for path in files {
         let text = crate::fsio::read_text(&path)?;
-        rows.extend(parse(&text, &crate::fsio::shown(&path), Some(registry))?);
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let id_file = format!("{under}/{name}");
+        rows.extend(parse(&text, &crate::fsio::shown(&path), Some(registry))?.into_iter().map(|mut r| {
+            r.file.clone_from(&id_file);
+            r
+        }));
     }
     Ok(rows)
 }

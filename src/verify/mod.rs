@@ -239,7 +239,7 @@ pub fn version_only(inputs: &Inputs, message: String) -> VerifyReport {
 /// nearly sorted (a check walks the points in id order), so sorting it is
 /// close to linear, where one sort of 10^5 findings compared long strings
 /// a million times.
-fn sorted(findings: Vec<Finding>) -> Vec<Finding> {
+pub(crate) fn sorted(findings: Vec<Finding>) -> Vec<Finding> {
     let mut buckets: std::collections::BTreeMap<(Option<&str>, &str), Vec<usize>> = Default::default();
     for (i, f) in findings.iter().enumerate() {
         buckets.entry((f.line.as_deref(), f.code.as_str())).or_default().push(i);
