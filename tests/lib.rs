@@ -32,6 +32,7 @@ mod shell;
 mod snapshots;
 mod streams;
 mod traced;
+mod trust;
 mod verify;
 mod video;
 mod walkthrough;

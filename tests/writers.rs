@@ -99,7 +99,7 @@ fn a_second_writer_waits_and_says_so() {
     fs::write(&f, rows_csv("wait", 3)).unwrap();
     let before = shipped_count();
     let store = root.path().join("measurements/vae.json");
-    let lock = vramfit::fsio::RootLock::acquire(&[store], vramfit::fsio::DEFAULT_WAIT).unwrap();
+    let lock = vramfit::fsio::RootLock::acquire(root.path(), &[store], vramfit::fsio::DEFAULT_WAIT).unwrap();
     let child = spawn_ingest(root.path(), &f);
     std::thread::sleep(std::time::Duration::from_millis(1800));
     assert_eq!(stored_ids(root.path()).len(), before, "the writer waits while the lock is held");
@@ -138,7 +138,7 @@ fn a_failed_write_leaves_no_temporary_file() {
     let target = dir.path().join("vae.json");
     fs::create_dir(&target).unwrap();
     fs::write(target.join("keep"), "x").unwrap();
-    assert!(vramfit::fsio::write_atomic(&target, b"{}").is_err());
+    assert!(vramfit::fsio::write_file(&target, b"{}").is_err());
     let left: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, vec![std::ffi::OsString::from("vae.json")], "only the target is left: {left:?}");
 }

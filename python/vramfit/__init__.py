@@ -1574,13 +1574,28 @@ def _host_os():
 
 
 def load(path):
-    """Loads a coefficients file (any ``fits/vae.json`` vramfit wrote)."""
-    with open(path, "r", encoding="utf-8") as f:
-        try:
+    """Loads a coefficients file (any ``fits/vae.json`` vramfit wrote). A file that cannot be read, is not
+    UTF-8 JSON, or is not a coefficients file raises ``ValueError`` naming it; a ``path`` that is not a path
+    raises ``TypeError``."""
+    if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
+        raise TypeError("coefficients: expected a path or a Coefficients, got %s" % type(path).__name__)
+    try:
+        with open(path, "r", encoding="utf-8") as f:
             data = json.load(f)
-        except ValueError as e:
-            raise ValueError("%s: not valid JSON: %s" % (path, e)) from None
+    except OSError as e:
+        raise ValueError("%s: cannot read the coefficients file: %s" % (path, e.strerror or e)) from None
+    except ValueError as e:  # JSON and UTF-8 errors alike
+        raise ValueError("%s: not a vramfit coefficients file (not valid UTF-8 JSON: %s)" % (path, e)) from None
     return Coefficients(data, str(path))
+
+
+def _coefficients_of(coefficients):
+    """What ``coefficients=`` names: None for the bundled copy, a :class:`Coefficients`, or a path to load."""
+    if coefficients is None:
+        return bundled()
+    if isinstance(coefficients, Coefficients):
+        return coefficients
+    return load(coefficients)
 
 
 _BUNDLED = None
@@ -1612,7 +1627,8 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
     ``PYTORCH_HIP_ALLOC_CONF`` from ``env``, default ``os.environ``, as
     PyTorch reads them), a name, or a conf string; ``os`` is ``auto`` (this
     host) or ``linux`` / ``windows`` / ``macos``. ``coefficients`` is a
-    :class:`Coefficients` (see :func:`load`); default: the bundled copy.
+    :class:`Coefficients` (see :func:`load`) or a path to one; default: the
+    bundled copy.
     ``tile`` is a tile edge (a multiple of 8; 0 untiled); a tile with no
     line of its own is priced from its platform's untiled line at one tile
     plus ``host``'s copies of the output (``diffusers`` by default,
@@ -1627,7 +1643,7 @@ def reserve(model, op, width, height, *, dtype=None, loaded_dtype=None, batch=1,
     a host that has already run this op in this process (``op_bytes`` is
     the op's own price either way; docs/fit.md, "First use").
     """
-    c = coefficients if coefficients is not None else bundled()
+    c = _coefficients_of(coefficients)
     return c.reserve(model, op, width, height, dtype=dtype, loaded_dtype=loaded_dtype, batch=batch, tile=tile,
                      backend=backend, allocator=allocator, os=os, fp32=fp32, env=env, host=host, frames=frames,
                      temporal_tile=temporal_tile, warm=warm)
@@ -1755,6 +1771,6 @@ def plan(model, op, width, height, *, free=None, share=1, cap=None, batch=1, til
     b = budget(free=free, share=share, cap=cap)
     terms = {"bytes": b.bytes, "from": b.bound, "free": free, "share": _exact_decimal(_factor("--share", share)),
              "cap": cap}
-    c = coefficients if coefficients is not None else bundled()
+    c = _coefficients_of(coefficients)
     return plan_vae(c, model, op, width, height, terms, batch=batch, tile=tile, temporal_tile=temporal_tile,
                     frames=frames, **query)
