@@ -1,5 +1,6 @@
-//! Benchmarks: the exact fit at 10³, 10⁵ and 10⁶ points on one line, and a
-//! whole `emit` (load, fit, build, serialise) on the shipped data.
+//! Benchmarks: the exact fit at 10³, 10⁵ and 10⁶ points on one line, every
+//! leave-one-size-out fold of one line (`crossval --by size`'s refits), and
+//! a whole `emit` (load, fit, build, serialise) on the shipped data.
 //! Run with `cargo bench --bench fit`.
 
 use std::path::PathBuf;
@@ -28,6 +29,17 @@ fn synthetic(n: usize) -> (Vec<(u64, u64)>, Vec<String>) {
     }
     let ids = (0..n).map(|i| format!("bench-point-{i:07}")).collect();
     (out, ids)
+}
+
+/// Every fold of `crossval --by size` on one line of `n` points (up to
+/// 3841 distinct sizes): `fit::leave_out::folds`, beside one fit of the
+/// same points (`fit_one_line`), which it should stay within a small
+/// factor of; refitting each fold from scratch was quadratic.
+#[divan::bench(args = [1_000, 100_000, 1_000_000], sample_count = 10)]
+fn leave_one_size_out(bencher: divan::Bencher, n: usize) {
+    let (xy, ids) = synthetic(n);
+    let pts: Vec<FitPoint> = xy.iter().zip(&ids).map(|((x, y), id)| FitPoint { x: *x, y: *y, id }).collect();
+    bencher.bench(|| vramfit::fit::leave_out::folds(divan::black_box(&pts)).unwrap().len());
 }
 
 #[divan::bench(args = [1_000, 100_000, 1_000_000], sample_count = 10)]

@@ -1,6 +1,6 @@
 //! Each phase of the pipeline at 10⁵ and 10⁶ points: parse a measurement
 //! CSV, merge into the store, write the store, load it, group, fit, assemble
-//! the lines, verify; and the whole pipeline (ingest → emit → verify). The
+//! the lines, verify, cross-validate by size; and the whole pipeline (ingest → emit → verify). The
 //! data is generated here, the same on every run. Run with
 //! `cargo bench --bench phases`. The allocator is the binary's: the C
 //! library's, set up by `vramfit::heap::tune`.
@@ -98,6 +98,14 @@ fn fit(bencher: divan::Bencher, n: usize) {
         .map(|pts| pts.iter().map(|p| FitPoint { x: p.pixels, y: p.demand_bytes, id: &p.id }).collect())
         .collect();
     bencher.bench(|| sets.iter().map(|s| envelope(divan::black_box(s)).unwrap().support.ids().len()).sum::<usize>());
+}
+
+/// `crossval --by size` over the whole store, beside `fit` and `verify`.
+#[divan::bench(sample_count = 5, args = SIZES)]
+fn crossval_by_size(bencher: divan::Bencher, n: usize) {
+    let dir = root(n);
+    let quiet = vramfit::progress::Silent;
+    bencher.bench(|| vramfit::crossval::of_root(&dir, vramfit::crossval::HoldOut::Size, &quiet).unwrap().lines.len());
 }
 
 #[divan::bench(sample_count = 5, args = SIZES)]

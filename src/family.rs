@@ -59,8 +59,15 @@ pub struct Addition {
 /// Reads `text` (a traced file shown as `file`) for family `name` under
 /// `policy`: every row must price `name`, carry the same facts, and the
 /// name must be new. `class` overrides the traced class.
-pub fn prepare(name: &str, text: &str, file: &str, policy: &Policy, class: Option<ArchClass>) -> Result<Addition> {
-    check_name(name, policy)?;
+pub fn prepare(
+    name: &str,
+    text: &str,
+    file: &str,
+    policy: &Policy,
+    class: Option<ArchClass>,
+    commands: &[String],
+) -> Result<Addition> {
+    check_name(name, policy, commands)?;
     let rows = parse(text, file, None)?;
     let Some(first) = rows.first() else { bail!(InputError::in_file(file, "no traced rows")) };
     if let Some(r) = rows.iter().find(|r| r.vae != name) {
@@ -102,7 +109,10 @@ fn check_rows(rows: &[crate::points::traced::TracedRow], file: &str) -> Result<(
             let what = if bytes == r.bytes {
                 format!("traced_bytes: the same op as line {line} again (one row per op)")
             } else {
-                format!("traced_bytes: {} here and {bytes} on line {line} for the same op: which one was traced?", r.bytes)
+                format!(
+                    "traced_bytes: {} here and {bytes} on line {line} for the same op: which one was traced?",
+                    r.bytes
+                )
             };
             bail!(InputError::at_line(file, r.line, what).field("traced_bytes"));
         }
@@ -111,17 +121,17 @@ fn check_rows(rows: &[crate::points::traced::TracedRow], file: &str) -> Result<(
 }
 
 /// Words a family name must not be: a name is read where these are
-/// (`plan canvas WxH`, a subcommand's name), so a family called one would
-/// change what a command line means.
-pub fn reserved_names() -> Vec<String> {
+/// (`plan canvas WxH`, a subcommand's name, given as `commands`), so a
+/// family called one would change what a command line means.
+pub fn reserved_names(commands: &[String]) -> Vec<String> {
     let mut words: Vec<String> = ["canvas", "help", "all", "none", "any", "auto"].map(String::from).to_vec();
-    words.extend(crate::cli::command_words());
+    words.extend(commands.iter().cloned());
     words.sort();
     words.dedup();
     words
 }
 
-fn check_name(name: &str, policy: &Policy) -> Result<()> {
+fn check_name(name: &str, policy: &Policy, commands: &[String]) -> Result<()> {
     let shown = name.escape_debug();
     let mut chars = name.chars();
     let well_formed = name.len() <= 64
@@ -133,8 +143,9 @@ fn check_name(name: &str, policy: &Policy) -> Result<()> {
              characters"
         );
     }
-    if reserved_names().iter().any(|w| w == name) {
-        bail!("family '{name}': a word vramfit's command line reads ({}): choose another name", reserved_names().join(", "));
+    let reserved = reserved_names(commands);
+    if reserved.iter().any(|w| w == name) {
+        bail!("family '{name}': a word vramfit's command line reads ({}): choose another name", reserved.join(", "));
     }
     if policy.registry.0.contains_key(name) {
         bail!("family '{name}' is registered already (fits/policy.toml [vae.{name}])");
@@ -309,6 +320,7 @@ pub fn add(
     traces: &Path,
     class: Option<ArchClass>,
     wait: std::time::Duration,
+    commands: &[String],
 ) -> Result<FamilyAddReport> {
     let ws = Workspace::new(root);
     let policy_path = ws.policy_path();
@@ -317,7 +329,7 @@ pub fn add(
     let (policy, _) = crate::policy::parse(&old_policy, &policy_shown)?;
     let traces_shown = crate::fsio::shown(traces);
     let text = crate::fsio::read_text(traces)?;
-    let addition = prepare(name, &text, &traces_shown, &policy, class)?;
+    let addition = prepare(name, &text, &traces_shown, &policy, class, commands)?;
     let new_policy = format!("{}{}", old_policy.trim_end_matches('\n').to_string() + "\n", addition.table);
     // The new policy must read, with the family in it and nothing else
     // changed, before anything is written.
@@ -340,8 +352,9 @@ pub fn add(
             } else {
                 "traced_bytes"
             };
-            bail!(InputError::at_line(&traces_shown, r.line, format!("{field}: too large to price ({e:#})"))
-                .field(field));
+            bail!(
+                InputError::at_line(&traces_shown, r.line, format!("{field}: too large to price ({e:#})")).field(field)
+            );
         }
     }
     crate::traced::Shapes::of(&rows, &read_back).map_err(|e| InputError::in_file(&traces_shown, format!("{e:#}")))?;

@@ -85,7 +85,11 @@ pub fn check_in(folder: &Path, rel: &Path) -> Result<()> {
 /// Writes a file of the root (`rel`: `fits/vae.json`, …) under the same
 /// rule as [`write_in`], except that the root itself may be reached
 /// through a link.
-pub fn write_in_root(root: &Path, rel: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+pub fn write_in_root(
+    root: &Path,
+    rel: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let at = walk_in(root, rel, true, false)?;
     replace_entry(&at, fill)
 }

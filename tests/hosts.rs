@@ -503,83 +503,22 @@ fn an_export_written_to_a_file_is_the_json_it_prints_and_a_wrong_host_is_refused
 /// The drop-ins take exactly what their host passes (docs/hosts.md, the
 /// convention tables): everything the host's own types exclude is refused
 /// with `ValueError` or `TypeError` and words, never priced as something
-/// else and never another exception. Each row: the call, the exception
-/// type, words the message must carry.
+/// else and never another exception. The table is
+/// `tests/fixtures/host_refusals.json`: the wrong operation word, a tensor
+/// of another rank or channel count, bools, zeros and floats as sizes, a
+/// VAE without `parameters()` or with none, malformed config values.
 #[test]
 fn the_drop_ins_refuse_what_the_hosts_types_exclude() {
-    let linux = json!({ "env": {}, "os": "linux" });
-    let call = |name: &str, args: Value| json!({ "call": name, "args": args, "kwargs": linux.clone() });
-    let sd = "invokeai.estimate_vae_working_memory_sd15_sdxl";
-    let flux = "invokeai.estimate_vae_working_memory_flux";
-    let flux2 = "invokeai.estimate_vae_working_memory_flux2";
-    let qwen = "invokeai.estimate_vae_working_memory_qwen_image";
-    let wan = "invokeai.estimate_vae_working_memory_wan";
-    let ltx = "invokeai.estimate_vae_working_memory_ltx2";
-    let decode = "comfyui.memory_used_decode";
-    let encode = "comfyui.memory_used_encode";
-    let lat = tensor(&[1, 4, 128, 128]);
-    let v = vae("torch.float16");
-    let rows: Vec<(Value, &str, &str)> = vec![
-        // The operation word, exactly (the hosts compare with ==).
-        (call(sd, json!(["Decode", lat, v, null, false])), "ValueError", "expected exactly 'decode' or 'encode'"),
-        (call(sd, json!(["DECODE", lat, v, null, false])), "ValueError", "expected exactly"),
-        (call(sd, json!([" decode", lat, v, null, false])), "ValueError", "expected exactly"),
-        (call(sd, json!([null, lat, v, null, false])), "TypeError", "operation"),
-        (call(ltx, json!(["Decode", v, 704, 1248, 121])), "ValueError", "expected exactly"),
-        (call(wan, json!(["decode ", wan_vae("torch.float16", 16), 480, 832, 81])), "ValueError", "expected exactly"),
-        // A tensor of the wrong rank or channels for the family.
-        (call(sd, json!(["decode", tensor(&[1, 4, 1, 128, 128]), v, null, false])), "ValueError", "4-D"),
-        (call(sd, json!(["decode", tensor(&[1, 1, 4, 1, 128, 128]), v, null, false])), "ValueError", "4-D"),
-        (call(sd, json!(["decode", tensor(&[4, 128, 128]), v, null, false])), "ValueError", "4-D"),
-        (call(sd, json!(["decode", tensor(&[1, 16, 128, 128]), v, null, false])), "ValueError", "16 channels"),
-        (call(sd, json!(["encode", tensor(&[1, 4, 1024, 1024]), v, null, false])), "ValueError", "3"),
-        (call(flux2, json!(["decode", tensor(&[1, 128, 64, 64]), v])), "ValueError", "128 channels"),
-        (call(qwen, json!(["decode", tensor(&[1, 16, 3, 128, 128]), v])), "ValueError", "3 frames"),
-        (call(decode, json!(["flux2", [1, 32, 128, 128], "bf16"])), "ValueError", "32 channels"),
-        (call(decode, json!(["sdxl", [1, 4, 1, 128, 128], "fp16"])), "ValueError", "4-D"),
-        (call(decode, json!(["sdxl", [1, 4, 128, 128, 1, 1], "fp16"])), "ValueError", "4-D"),
-        (call(decode, json!(["wan", [1, 16, 128, 128], "fp16"])), "ValueError", "5-D"),
-        (call(decode, json!(["qwen_image", [1, 16, 128, 128], "bf16"])), "ValueError", "5-D"),
-        (call(decode, json!(["qwen_image", [1, 16, 5, 128, 128], "bf16"])), "ValueError", "wan21"),
-        (call(encode, json!(["qwen_image", [1, 3, 4, 1024, 1024], "bf16"])), "ValueError", "4-frame clip"),
-        (call(encode, json!(["wan", [1, 3, 1024, 1024], "fp16"])), "ValueError", "5-D"),
-        (call(decode, json!(["cogvideox", [1, 16, 13, 60, 90], "bf16"])), "ValueError", "no VAE type"),
-        // Sizes: bools, zeros, negatives, floats, strings.
-        (call(sd, json!(["decode", {"tensor": [1, 4, true, 128]}, v, null, false])), "TypeError", "bool"),
-        (call(decode, json!(["sdxl", [1, 4, 0, 128], "fp16"])), "ValueError", "positive"),
-        (call(decode, json!(["sdxl", [1, 4, -8, 128], "fp16"])), "ValueError", "positive"),
-        (call(decode, json!(["sdxl", [1, 4, 12.5, 128], "fp16"])), "TypeError", "integer"),
-        (call(decode, json!(["sdxl", "1,4,128,128", "fp16"])), "TypeError", "shape"),
-        (call(wan, json!(["decode", wan_vae("torch.float16", 16), true, 832, 81])), "TypeError", "pixel_height"),
-        (call(ltx, json!(["decode", v, 704, 1248, 0])), "ValueError", "pixel_frames"),
-        (call(sd, json!(["decode", lat, v, true, false])), "TypeError", "tile_size"),
-        (call(sd, json!(["decode", lat, v, null, "yes"])), "TypeError", "fp32"),
-        // A VAE without what the host reads.
-        (call(sd, json!(["decode", lat, {"none": true}, null, false])), "TypeError", "vae"),
-        (call(sd, json!(["decode", lat, {"object": true}, null, false])), "TypeError", "parameters()"),
-        (call(flux, json!(["decode", tensor(&[1, 16, 128, 128]), {"vae": {"dtype": "torch.bfloat16", "no_params": true}}])),
-         "ValueError", "parameters() is empty"),
-        (call(sd, json!(["decode", lat, {"vae": {"dtype": "torch.float16"}}, 0, false])), "ValueError", "tile_sample_min_size"),
-        // Malformed config values.
-        (call(wan, json!(["decode", {"vae": {"dtype": "torch.float16", "config": {"z_dim": null}}}, 480, 832, 81])),
-         "TypeError", "z_dim"),
-        (call(wan, json!(["decode", {"vae": {"dtype": "torch.float16", "config": {"z_dim": "abc"}}}, 480, 832, 81])),
-         "TypeError", "z_dim"),
-        (call(wan, json!(["decode", {"vae": {"dtype": "torch.float16", "config": {"z_dim": 32}}}, 480, 832, 81])),
-         "ValueError", "z_dim 32"),
-        (call(wan, json!(["decode", {"vae": {"dtype": "torch.float16"}}, 480, 832, 81])), "TypeError", "z_dim"),
-        (call(ltx, json!(["decode", {"vae": {"dtype": "torch.bfloat16", "attrs": {"tile_sample_min_height": "big"}}}, 704, 1248, 121])),
-         "TypeError", "tile_sample_min_height"),
-    ];
-    if std::env::var_os("VRAMFIT_DUMP_HOST_REFUSALS").is_some() {
-        let cases: Vec<Value> = rows.iter().map(|(c, k, w)| json!({"call": c, "raises": k, "words": w})).collect();
-        std::fs::write("/tmp/host_refusals.json", serde_json::to_string_pretty(&cases).unwrap()).unwrap();
-    }
-    let answers = python_run(&Value::Array(rows.iter().map(|(c, _, _)| c.clone()).collect()));
-    for ((call, kind, words), py) in rows.iter().zip(answers) {
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::common::fixture("host_refusals.json")).unwrap()).unwrap();
+    let rows = table["cases"].as_array().unwrap();
+    assert!(rows.len() >= 40, "{} cases", rows.len());
+    let answers = python_run(&Value::Array(rows.iter().map(|r| r["call"].clone()).collect()));
+    for (row, py) in rows.iter().zip(answers) {
+        let (call, kind, words) = (&row["call"], row["raises"].as_str().unwrap(), row["words"].as_str().unwrap());
         assert!(py.get("ok").is_none(), "{call} was priced: {py}");
         let raised = py.get("raised").and_then(Value::as_str).unwrap_or("ValueError");
-        assert_eq!(raised, *kind, "{call}: {py}");
+        assert_eq!(raised, kind, "{call}: {py}");
         let msg = py["error"].as_str().unwrap();
         assert!(msg.contains(words), "{call}: '{msg}' lacks '{words}'");
     }
@@ -594,18 +533,30 @@ fn comfyui_shapes_price_the_image_comfyui_is_about_to_run() {
     let linux = json!({ "env": {}, "os": "linux" });
     let call = |name: &str, args: Value| json!({ "call": name, "args": args, "kwargs": linux.clone() });
     let rows = [
-        (call("comfyui.memory_used_decode", json!(["flux2", [1, 128, 64, 64], "torch.bfloat16"])),
-         "reserve flux2 decode 1024x1024 --dtype bf16 --host comfyui --os linux"),
-        (call("comfyui.memory_used_decode", json!(["flux2", [2, 128, 48, 80], "torch.bfloat16"])),
-         "reserve flux2 decode 1280x768 --dtype bf16 --host comfyui --os linux"),
-        (call("comfyui.memory_used_encode", json!(["flux2", [1, 3, 1024, 1024], "torch.bfloat16"])),
-         "reserve flux2 encode 1024x1024 --dtype bf16 --host comfyui --os linux"),
-        (call("comfyui.memory_used_decode", json!(["qwen_image", [1, 16, 1, 128, 160], "torch.bfloat16"])),
-         "reserve qwen_image decode 1280x1024 --dtype bf16 --host comfyui --os linux"),
-        (call("comfyui.memory_used_decode", json!(["mochi", [1, 12, 28, 60, 106], "torch.bfloat16"])),
-         "reserve mochi decode 848x480 --frames 163 --dtype bf16 --host comfyui --os linux"),
-        (call("comfyui.memory_used_decode", json!(["sd3", [1, 16, 128, 128], "torch.float16"])),
-         "reserve sd3 decode 1024x1024 --dtype fp16 --host comfyui --os linux"),
+        (
+            call("comfyui.memory_used_decode", json!(["flux2", [1, 128, 64, 64], "torch.bfloat16"])),
+            "reserve flux2 decode 1024x1024 --dtype bf16 --host comfyui --os linux",
+        ),
+        (
+            call("comfyui.memory_used_decode", json!(["flux2", [2, 128, 48, 80], "torch.bfloat16"])),
+            "reserve flux2 decode 1280x768 --dtype bf16 --host comfyui --os linux",
+        ),
+        (
+            call("comfyui.memory_used_encode", json!(["flux2", [1, 3, 1024, 1024], "torch.bfloat16"])),
+            "reserve flux2 encode 1024x1024 --dtype bf16 --host comfyui --os linux",
+        ),
+        (
+            call("comfyui.memory_used_decode", json!(["qwen_image", [1, 16, 1, 128, 160], "torch.bfloat16"])),
+            "reserve qwen_image decode 1280x1024 --dtype bf16 --host comfyui --os linux",
+        ),
+        (
+            call("comfyui.memory_used_decode", json!(["mochi", [1, 12, 28, 60, 106], "torch.bfloat16"])),
+            "reserve mochi decode 848x480 --frames 163 --dtype bf16 --host comfyui --os linux",
+        ),
+        (
+            call("comfyui.memory_used_decode", json!(["sd3", [1, 16, 128, 128], "torch.float16"])),
+            "reserve sd3 decode 1024x1024 --dtype fp16 --host comfyui --os linux",
+        ),
     ];
     let answers = python_run(&Value::Array(rows.iter().map(|(c, _)| c.clone()).collect()));
     for ((call, query), py) in rows.iter().zip(answers) {

@@ -60,7 +60,8 @@ fn every_spelling_of_the_root_gives_the_same_bytes() {
     let mut added: Option<(Vec<u8>, Vec<u8>)> = None;
     for (cwd, arg) in spellings(root.path(), links.path()) {
         let what = format!("cd {} && --root {}", cwd.display(), arg.display());
-        let out = vramfit().current_dir(&cwd).arg("--root").arg(&arg).args(["--format", "json", "verify"]).output().unwrap();
+        let out =
+            vramfit().current_dir(&cwd).arg("--root").arg(&arg).args(["--format", "json", "verify"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&out.stdout));
         assert_eq!(json_of(&out)["findings"], serde_json::json!([]), "{what}");
         let check = vramfit().current_dir(&cwd).arg("--root").arg(&arg).args(["emit", "--check"]).output().unwrap();
@@ -70,11 +71,24 @@ fn every_spelling_of_the_root_gives_the_same_bytes() {
         vramfit().current_dir(&cwd).arg("--root").arg(&arg).arg("emit").assert().code(0);
         assert_eq!(fs::read(root.path().join("fits/vae.json")).unwrap(), shipped, "{what}: emit");
         // family add writes the same policy and coefficients.
-        let out = vramfit().current_dir(&cwd).arg("--root").arg(&arg).args(["family", "add", "myvae", "--traces"]).arg(&traces).output().unwrap();
+        let out = vramfit()
+            .current_dir(&cwd)
+            .arg("--root")
+            .arg(&arg)
+            .args(["family", "add", "myvae", "--traces"])
+            .arg(&traces)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr_of(&out));
-        let now = (fs::read(root.path().join("fits/policy.toml")).unwrap(), fs::read(root.path().join("fits/vae.json")).unwrap());
+        let now = (
+            fs::read(root.path().join("fits/policy.toml")).unwrap(),
+            fs::read(root.path().join("fits/vae.json")).unwrap(),
+        );
         let text = String::from_utf8_lossy(&now.1).into_owned();
-        assert!(!text.contains(&root.path().display().to_string()) && !text.contains("via-link"), "{what}: a path in the file");
+        assert!(
+            !text.contains(&root.path().display().to_string()) && !text.contains("via-link"),
+            "{what}: a path in the file"
+        );
         match &added {
             None => added = Some(now),
             Some(first) => assert!(first == &now, "{what}: family add wrote other bytes"),
@@ -104,7 +118,9 @@ fn verify_finds_a_python_copy_that_differs() {
     let mut tampered: Value = serde_json::from_str(&shipped).unwrap();
     let base = tampered["lines"][0]["base_mib"].as_u64().unwrap();
     tampered["lines"][0]["base_mib"] = Value::from(base + 1);
-    for bad in [serde_json::to_string_pretty(&tampered).unwrap(), shipped[..shipped.len() / 2].to_string(), String::new()] {
+    for bad in
+        [serde_json::to_string_pretty(&tampered).unwrap(), shipped[..shipped.len() / 2].to_string(), String::new()]
+    {
         fs::write(pkg.join("vae.json"), &bad).unwrap();
         let out = verify();
         assert_eq!(out.status.code(), Some(1));
@@ -145,7 +161,12 @@ fn nothing_passed_to_family_add_becomes_policy() {
     let base = traced_root();
     let before_policy = policy_of(base.path());
     let price = |root: &Path| {
-        let out = vramfit().arg("--root").arg(root).args(["--format", "json", "reserve", "flux1", "decode", "1024x1024", "--dtype", "bf16", "--os", "linux"]).output().unwrap();
+        let out = vramfit()
+            .arg("--root")
+            .arg(root)
+            .args(["--format", "json", "reserve", "flux1", "decode", "1024x1024", "--dtype", "bf16", "--os", "linux"])
+            .output()
+            .unwrap();
         json_of(&out)["bytes"].clone()
     };
     let flux1 = price(base.path());
@@ -154,9 +175,16 @@ fn nothing_passed_to_family_add_becomes_policy() {
         let root = traced_root();
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(format!("{h}.csv").replace('/', "_"));
-        let traces = renamed_traces("myvae").replace("black-forest-labs/FLUX.1-dev", &format!("\"\"{}\"\"", h.replace('"', "\"\"")));
+        let traces = renamed_traces("myvae")
+            .replace("black-forest-labs/FLUX.1-dev", &format!("\"\"{}\"\"", h.replace('"', "\"\"")));
         fs::write(&file, traces).unwrap();
-        let out = vramfit().arg("--root").arg(root.path()).args(["family", "add", "myvae", "--traces"]).arg(&file).output().unwrap();
+        let out = vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["family", "add", "myvae", "--traces"])
+            .arg(&file)
+            .output()
+            .unwrap();
         let after = policy_of(root.path());
         if out.status.code() == Some(0) {
             let mut rest = after.clone();
@@ -172,7 +200,13 @@ fn nothing_passed_to_family_add_becomes_policy() {
         let root = traced_root();
         let before = snapshot(root.path());
         fs::write(&file, renamed_traces("myvae")).unwrap();
-        let out = vramfit().arg("--root").arg(root.path()).args(["family", "add", h, "--traces"]).arg(&file).output().unwrap();
+        let out = vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["family", "add", h, "--traces"])
+            .arg(&file)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{h:?}");
         assert_eq!(snapshot(root.path()), before, "{h:?}: written");
     }
@@ -185,10 +219,18 @@ fn family_add_refuses_names_that_would_change_a_command_line() {
     let root = traced_root();
     let before = snapshot(root.path());
     let dir = tempfile::tempdir().unwrap();
-    for name in ["canvas", "plan", "reserve", "verify", "family", "help", "Canvas", "", "..", "-x", "9lives", "a b", "a/b", "é"] {
+    for name in
+        ["canvas", "plan", "reserve", "verify", "family", "help", "Canvas", "", "..", "-x", "9lives", "a b", "a/b", "é"]
+    {
         let file = dir.path().join("t.csv");
         fs::write(&file, renamed_traces(if name.is_empty() { "x" } else { name })).unwrap();
-        let out = vramfit().arg("--root").arg(root.path()).args(["family", "add", name, "--traces"]).arg(&file).output().unwrap();
+        let out = vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["family", "add", name, "--traces"])
+            .arg(&file)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{name:?}: {}", stderr_of(&out));
         assert_eq!(snapshot(root.path()), before, "{name:?}");
     }
@@ -224,7 +266,13 @@ fn family_add_refuses_bad_rows_at_their_file_line_and_field() {
         let before = snapshot(root.path());
         let file = dir.path().join("rows.csv");
         fs::write(&file, &text).unwrap();
-        let out = vramfit().arg("--root").arg(root.path()).args(["--format", "json", "family", "add", "myvae", "--traces"]).arg(&file).output().unwrap();
+        let out = vramfit()
+            .arg("--root")
+            .arg(root.path())
+            .args(["--format", "json", "family", "add", "myvae", "--traces"])
+            .arg(&file)
+            .output()
+            .unwrap();
         let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(&format!("rows.csv:{line}: {name}")) && err.contains(words), "{name}: {err}");
@@ -233,7 +281,13 @@ fn family_add_refuses_bad_rows_at_their_file_line_and_field() {
     let root = traced_root();
     let file = dir.path().join("bom.csv");
     fs::write(&file, format!("\u{feff}{good}")).unwrap();
-    let out = vramfit().arg("--root").arg(root.path()).args(["family", "add", "myvae", "--traces"]).arg(&file).output().unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["family", "add", "myvae", "--traces"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
 
@@ -282,7 +336,11 @@ fn no_writer_writes_through_a_link() {
         Box::new(move |r: &Path| {
             let p = r.join(rel);
             if p.exists() {
-                if p.is_dir() { fs::remove_dir_all(&p).unwrap() } else { fs::remove_file(&p).unwrap() }
+                if p.is_dir() {
+                    fs::remove_dir_all(&p).unwrap()
+                } else {
+                    fs::remove_file(&p).unwrap()
+                }
             }
             symlink(&to, &p).unwrap();
         })
@@ -300,14 +358,49 @@ fn no_writer_writes_through_a_link() {
         ("plot, default plots/", dir_link("plots"), vec!["plot".into()], "plots"),
         ("report --out L", dir_link("L"), vec!["report".into(), "--out".into(), "L".into()], "L"),
         ("report, default folder", dir_link("vramfit-report"), vec!["report".into()], "vramfit-report"),
-        ("export --out L", file_link("L.json", false), vec!["export".into(), "--host".into(), "invokeai".into(), "--out".into(), "L.json".into()], "L.json"),
-        ("export --out dangling", file_link("D.json", true), vec!["export".into(), "--host".into(), "comfyui".into(), "--out".into(), "D.json".into()], "D.json"),
+        (
+            "export --out L",
+            file_link("L.json", false),
+            vec!["export".into(), "--host".into(), "invokeai".into(), "--out".into(), "L.json".into()],
+            "L.json",
+        ),
+        (
+            "export --out dangling",
+            file_link("D.json", true),
+            vec!["export".into(), "--host".into(), "comfyui".into(), "--out".into(), "D.json".into()],
+            "D.json",
+        ),
         ("emit, fits/vae.json a link", file_link("fits/vae.json", false), vec!["emit".into()], "fits/vae.json"),
-        ("ingest, the store a link", file_link("measurements/vae.json", false), vec!["ingest".into(), csv.display().to_string()], "measurements/vae.json"),
-        ("ingest, measurements/ a link", dir_link("measurements"), vec!["ingest".into(), csv.display().to_string()], "measurements"),
-        ("family add, measurements/traced/ a link", dir_link("measurements/traced"), vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()], "measurements/traced"),
-        ("family add, the policy a link", file_link("fits/policy.toml", false), vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()], "fits/policy.toml"),
-        ("family add, the traces' name a dangling link", file_link("measurements/traced/myvae.csv", true), vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()], "myvae.csv"),
+        (
+            "ingest, the store a link",
+            file_link("measurements/vae.json", false),
+            vec!["ingest".into(), csv.display().to_string()],
+            "measurements/vae.json",
+        ),
+        (
+            "ingest, measurements/ a link",
+            dir_link("measurements"),
+            vec!["ingest".into(), csv.display().to_string()],
+            "measurements",
+        ),
+        (
+            "family add, measurements/traced/ a link",
+            dir_link("measurements/traced"),
+            vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()],
+            "measurements/traced",
+        ),
+        (
+            "family add, the policy a link",
+            file_link("fits/policy.toml", false),
+            vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()],
+            "fits/policy.toml",
+        ),
+        (
+            "family add, the traces' name a dangling link",
+            file_link("measurements/traced/myvae.csv", true),
+            vec!["family".into(), "add".into(), "myvae".into(), "--traces".into(), traces.display().to_string()],
+            "myvae.csv",
+        ),
     ];
     for (what, plant, args, named) in cases {
         let root = traced_root();
@@ -345,10 +438,29 @@ fn every_video_family_plans_a_short_and_a_long_clip() {
             let frames = (latent - 1) * t + 1;
             for free in ["200GiB", "6GiB"] {
                 let out = vramfit()
-                    .args(["--format", "json", "plan", family, "decode", "832x480", "--frames", &frames.to_string(), "--dtype", "bf16", "--os", "linux", "--free", free])
+                    .args([
+                        "--format",
+                        "json",
+                        "plan",
+                        family,
+                        "decode",
+                        "832x480",
+                        "--frames",
+                        &frames.to_string(),
+                        "--dtype",
+                        "bf16",
+                        "--os",
+                        "linux",
+                        "--free",
+                        free,
+                    ])
                     .output()
                     .unwrap();
-                assert!(matches!(out.status.code(), Some(0 | 1)), "{family} {frames} frames, {free}: {}", stderr_of(&out));
+                assert!(
+                    matches!(out.status.code(), Some(0 | 1)),
+                    "{family} {frames} frames, {free}: {}",
+                    stderr_of(&out)
+                );
                 let plan = json_of(&out);
                 if video["walk"] != "tiles" {
                     assert!(plan["temporal_tile"].is_null() || plan["temporal_tile"] == 0, "{family}: {plan}");

@@ -319,7 +319,7 @@ fn run_command(
             let class =
                 a.class.as_deref().and_then(|c| crate::registry::ArchClass::ALL.into_iter().find(|k| k.as_str() == c));
             let wait = std::time::Duration::from_secs(a.wait);
-            s.show(commands::family::add(&root, &a.name, &a.traces, class, wait)?)
+            s.show(commands::family::add(&root, &a.name, &a.traces, class, wait, &command_words())?)
         }
     }
 }

@@ -46,7 +46,7 @@ pub fn folds(points: &[FitPoint]) -> Result<Vec<Fold>, FitError> {
     }
     let n = points.len() as u128;
     let hull_at: Vec<usize> = hull_indices(&tops);
-    let ratio = runners_up(&tops, |a, b| ratio_order(a, b));
+    let ratio = runners_up(&tops, ratio_order);
     let flat = runners_up(&tops, flat_order);
     let mut out = Vec::with_capacity(tops.len());
     for (t, top) in tops.iter().enumerate() {
@@ -98,12 +98,10 @@ fn ratio_order(a: &Vertex, b: &Vertex) -> Ordering {
 /// The best top by `order` and the best of the others (None: one top).
 fn runners_up(tops: &[Vertex], order: impl Fn(&Vertex, &Vertex) -> Ordering) -> (usize, Option<usize>) {
     let best = (1..tops.len()).fold(0, |b, i| if order(&tops[i], &tops[b]) == Ordering::Greater { i } else { b });
-    let second = (0..tops.len())
-        .filter(|i| *i != best)
-        .fold(None, |b: Option<usize>, i| match b {
-            Some(b) if order(&tops[i], &tops[b]) != Ordering::Greater => Some(b),
-            _ => Some(i),
-        });
+    let second = (0..tops.len()).filter(|i| *i != best).fold(None, |b: Option<usize>, i| match b {
+        Some(b) if order(&tops[i], &tops[b]) != Ordering::Greater => Some(b),
+        _ => Some(i),
+    });
     (best, second)
 }
 

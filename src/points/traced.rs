@@ -72,12 +72,8 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
         // travel into the shipped file and the policy.
         if let Some((k, _)) = f.iter().enumerate().find(|(_, v)| v.chars().any(|c| c.is_control() && c != '\t')) {
             let name = header.get(k).map_or("?", String::as_str);
-            bail!(InputError::at_line(
-                file,
-                line,
-                format!("{name}: a control character in '{}'", f[k].escape_debug())
-            )
-            .field(name));
+            bail!(InputError::at_line(file, line, format!("{name}: a control character in '{}'", f[k].escape_debug()))
+                .field(name));
         }
         let field = |k: usize| f[at[k]].trim();
         let wrong = |k: usize, what: &str| {
@@ -115,16 +111,18 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
             bytes: count(9, 1)?,
             temporal_tile: match temporal_at.map(|k| f[k].as_ref()) {
                 None => 0,
-                Some(t) => t.parse::<u32>().ok().filter(|_| t.bytes().all(|b| b.is_ascii_digit())).ok_or_else(|| {
-                    anyhow::Error::new(
-                        InputError::at_line(
-                            file,
-                            line,
-                            format!("temporal_tile: expected an integer, found '{}'", t.escape_debug()),
+                Some(t) => {
+                    t.parse::<u32>().ok().filter(|_| t.bytes().all(|b| b.is_ascii_digit())).ok_or_else(|| {
+                        anyhow::Error::new(
+                            InputError::at_line(
+                                file,
+                                line,
+                                format!("temporal_tile: expected an integer, found '{}'", t.escape_debug()),
+                            )
+                            .field("temporal_tile"),
                         )
-                        .field("temporal_tile"),
-                    )
-                })?,
+                    })?
+                }
             },
             facts: facts_at.map(|k| f[k].trim().to_string()),
             file: file.to_string(),

@@ -74,7 +74,10 @@ fn copy_finding(ws: &Workspace) -> Result<Option<Finding>> {
     let mut f = Finding::new(
         Code::Copy,
         BUNDLED_FILE,
-        format!("{} differs from {SHIPPED_FILE}: the Python package would price with other coefficients", crate::fsio::shown(&copy)),
+        format!(
+            "{} differs from {SHIPPED_FILE}: the Python package would price with other coefficients",
+            crate::fsio::shown(&copy)
+        ),
         "run `vramfit emit` (it writes both), or restore the copy",
     );
     f.expected = Some(format!("{} ({} bytes)", crate::fsio::sha256_tag(&shipped), shipped.len()));

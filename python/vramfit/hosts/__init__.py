@@ -22,7 +22,6 @@ when no ``backend`` is given.
 """
 
 import importlib
-import numbers
 import sys
 
 from .. import reserve as _reserve
@@ -67,7 +66,7 @@ def operation_of(operation):
 
 def _whole(value, what):
     """A positive int (an ``int`` or anything with ``__index__``, such as a 0-d integer tensor), never a bool."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
         raise TypeError("%s: expected an integer, got %s %r" % (what, type(value).__name__, value))
     try:
         n = int(value.__index__())
