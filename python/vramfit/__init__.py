@@ -1445,6 +1445,9 @@ def _check_query(width, height, batch, tile, frames, temporal_tile, env):
     if frames < 0:
         raise ValueError(_say("FRAMES_POSITIVE"))
     if env is not None:
+        if not hasattr(env, "items"):
+            raise ValueError("env: expected a mapping of environment names to values (like os.environ), got %s"
+                            % type(env).__name__)
         for k, v in env.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise ValueError("env: %r = %r: the environment holds text names and values" % (k, v))
