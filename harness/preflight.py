@@ -8,6 +8,11 @@ import importlib.util
 #: The diffusers version CI's smoke run tested (`harness/pyproject.toml` pins it).
 DIFFUSERS_TESTED = "0.42.1"
 
+#: The torch version the shipped traces are made with and CI installs
+#: (`.ci/run` reads both pins from here): another version is another input
+#: of the traces (harness/inputs.py).
+TORCH_TRACED = "2.11.0"
+
 
 def missing_modules(names):
     """The names among `names` that cannot be imported here."""

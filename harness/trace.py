@@ -35,7 +35,7 @@ import os
 import sys
 import weakref
 
-from . import configs, preflight
+from . import configs, inputs, preflight
 
 #: The traced grid. Image sizes: squares across what hosts run and two
 #: common non-square canvases; tiles: untiled and the diffusers host's
@@ -382,18 +382,33 @@ def main(argv=None):
     p.add_argument("--source", help="where the config was read (with --config; default: its path)")
     p.add_argument("--out-dir", default=os.path.join("measurements", "traced"), help="where FAMILY.csv goes")
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 when a shipped file differs from what the trace gives")
+                   help="write nothing; exit 1 when a shipped file differs from what the trace gives (with --all: "
+                        "proved by the record of the traces' inputs when none changed, else traced in full)")
+    p.add_argument("--full", action="store_true",
+                   help="with --check: trace in full even when the record proves the traces current")
     p.add_argument("-j", "--jobs", type=int, help="families traced at once (default: one per core)")
     p.add_argument("-q", "--quiet", action="store_true")
     a = p.parse_args(argv)
-    missing = preflight.missing_modules(("torch", "diffusers"))
-    if missing:
-        print("error: %s" % preflight.install_hint(missing, "tracing"), file=sys.stderr)
-        return 2
     try:
         docs = [configs.load(f) for f in configs.families()] if a.all else [configs.from_file(a.config, a.family, a.vae, a.source)]
     except ValueError as e:
         print("error: %s" % e, file=sys.stderr)
+        return 2
+    changed = []
+    if a.all and a.check:
+        # The record proves the traces current when nothing they depend on
+        # changed; only then is the meta-device trace skipped.
+        changed = inputs.differences(a.out_dir, [d["family"] for d in docs])
+        if not changed and not a.full:
+            if not a.quiet:
+                print("traces up to date: %s records every input unchanged (trace --all --check --full traces "
+                      "them again)" % os.path.join(a.out_dir, inputs.RECORD))
+            return 0
+        for line in changed:
+            print("changed: %s" % line, file=sys.stderr)
+    missing = preflight.missing_modules(("torch", "diffusers"))
+    if missing:
+        print("error: %s" % preflight.install_hint(missing, "tracing"), file=sys.stderr)
         return 2
     import diffusers
 
@@ -421,8 +436,19 @@ def main(argv=None):
             continue
         write_atomically(path, text)
         print("%s: %d rows" % (path, text.count("\n") - 1))
+    if a.all and not a.check:
+        import torch
+
+        ran = inputs.current(torch.__version__.split("+")[0], diffusers.__version__)
+        record = os.path.join(a.out_dir, inputs.RECORD)
+        write_atomically(record, inputs.record_text(ran, a.out_dir, [d["family"] for d in docs]))
+        print("%s: the traces' inputs recorded" % record)
     for path in stale:
         print("stale: %s differs from its trace (run python3 -m harness trace --all)" % path)
+    if a.check and changed and not stale:
+        print("stale: %s: the traces are what the tracer makes, but the record of their inputs is not current "
+              "(run python3 -m harness trace --all)" % os.path.join(a.out_dir, inputs.RECORD))
+        return 1
     return 1 if stale else 0
 
 

@@ -46,7 +46,7 @@ pub fn python_module() -> String {
     let elems: Vec<String> = Dtype::ALL.iter().map(|d| format!("{}: {}", py_str(d.as_str()), d.elem_bytes())).collect();
     let _ = writeln!(out, "ELEM_BYTES = {{{}}}\n", elems.join(", "));
     out.push_str("# Each rule's name in an answer's JSON, and its words.\nRULE_TEXT = {\n");
-    for r in Rule::ALL {
+    for &r in Rule::ALL {
         let _ = writeln!(out, "    {}: {},", py_str(&wire(r)), py_str(r.as_str()));
     }
     out.push_str("}\n\n# The words of each refusal, `{name}` where a value goes (str.format).\nWORDS = {\n");

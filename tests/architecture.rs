@@ -301,3 +301,59 @@ fn the_design_is_short_and_names_only_what_exists() {
     assert!(names_a_path("src/coefficients/fields.rs") && !repo().join("src/coefficients/fields.rs").exists());
     assert!(!defines("verify", "no_such_check") && defines("verify", "certificate"));
 }
+
+/// The numbered pricing order of a document's section: each item's step
+/// name (in backticks) and its effect (the first word in parentheses).
+fn documented_order(doc: &str, heading: &str) -> Vec<(String, String)> {
+    let section = doc.split(heading).nth(1).expect("the section").split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|l| {
+            let (n, rest) = l.split_once(". `")?;
+            n.trim().parse::<u32>().ok()?;
+            let (name, rest) = rest.split_once('`')?;
+            let effect = rest.trim().strip_prefix('(')?.split([',', ')']).next()?.trim();
+            Some((name.to_string(), effect.to_string()))
+        })
+        .collect()
+}
+
+/// The pricing order is stated once, by the runtime's step list
+/// (`pricing::steps::STEPS`): docs/DESIGN.md's numbered list must be it,
+/// step for step and effect for effect; docs/traced.md's step number for
+/// the traced rule and the order of the rules heading docs/reserve.md's
+/// list follow it. A step added, moved or given another effect fails here
+/// until the documents say so.
+#[test]
+fn the_documented_pricing_order_is_the_runtimes() {
+    let order: Vec<(String, String)> =
+        vramfit::pricing::pricing_order().into_iter().map(|(n, e)| (n.to_string(), e.to_string())).collect();
+    assert_eq!(order.len(), 8, "{order:?}");
+    let design = fs::read_to_string(repo().join("docs/DESIGN.md")).unwrap();
+    assert_eq!(documented_order(&design, "## Pricing"), order, "docs/DESIGN.md's pricing order");
+    // The check sees a swap.
+    let swapped = design.replacen("4. `TracedRule`", "4. `HostEstimate`", 1);
+    assert_ne!(documented_order(&swapped, "## Pricing"), order);
+    let traced = fs::read_to_string(repo().join("docs/traced.md")).unwrap();
+    let at = order.iter().position(|(n, _)| n == "TracedRule").unwrap() + 1;
+    assert!(traced.contains(&format!("The rule is step {at} of the pricing order")), "docs/traced.md's step number");
+    let reserve = fs::read_to_string(repo().join("docs/reserve.md")).unwrap();
+    let heads = [
+        ("OwnLine", "**Fitted line**"),
+        ("DerivedTile", "**Derived tile**"),
+        ("UnmeasuredRule", "**Unmeasured rule**"),
+        ("TracedRule", "**Traced rule**"),
+        ("AttentionPhase", "**Attention on the math kernel**"),
+    ];
+    let mut last = 0;
+    for (step, words) in heads {
+        let pos = order.iter().position(|(n, _)| n == step).unwrap();
+        assert!(pos >= last, "{step} out of the runtime's order");
+        last = pos;
+        assert!(reserve.contains(words), "docs/reserve.md lacks {words}");
+    }
+    let mut seen: Vec<usize> = heads.iter().map(|(_, w)| reserve.find(w).unwrap()).collect();
+    let in_doc = seen.clone();
+    seen.sort_unstable();
+    assert_eq!(in_doc, seen, "docs/reserve.md lists the rules out of the pricing order");
+}

@@ -225,11 +225,12 @@ fn a_wrong_figure_in_an_example_is_caught() {
     assert_eq!(missing(&["4726 MiB".to_string()], &run(&blocks(&right).pop().unwrap(), &right)[0].1), None);
 }
 
-/// The steps `.ci/run` takes (its `echo "== step"` lines), in order.
+/// The steps `.ci/run` takes (its `step "NAME: what"` lines), in order.
 fn ci_steps(script: &str) -> Vec<String> {
     script
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("echo \"== ")?.strip_suffix('"'))
+        .filter_map(|l| l.trim().strip_prefix("step \"")?.strip_suffix('"'))
+        .filter(|s| !s.is_empty())
         .map(|s| s.split(['(', ':', ',']).next().unwrap_or(s).trim().to_string())
         .collect()
 }
@@ -245,6 +246,49 @@ fn the_development_guide_lists_the_ci_steps_in_order() {
     let listed: Vec<String> = ci.split("**").skip(1).step_by(2).map(str::to_string).collect();
     assert_eq!(listed, steps, "docs/development.md's CI steps are not .ci/run's");
     // The check sees a step dropped from the script.
-    let fewer = ci_steps("echo \"== format\"\necho \"== tests (the README's test command)\"\n");
+    let fewer = ci_steps("step \"format\"\nstep \"tests (the README's test command)\"\nstep \"\"\n");
     assert_eq!(fewer, ["format", "tests"]);
+}
+
+/// Why `tests/fixtures/docs` is a copy of the shipped data, not the shipped
+/// data itself (most of its files are byte-identical to `measurements/`
+/// and `fits/` when it is refreshed): every figure the documentation shows
+/// is checked exactly against it, and one new measurement in the shipped
+/// store moves such a figure. Read from `measurements/`, a maintainer's
+/// `ingest` would fail the documentation's tests; copied, the examples move
+/// only when someone refreshes them together (`VRAMFIT_UPDATE_DOCS=1`).
+/// This test holds the copy to what it claims to be: a snapshot of the
+/// shipped tree (no file the shipped tree lacks), consistent on its own
+/// (`verify` passes on it), and one that the shipped data's next point
+/// would indeed move.
+#[test]
+fn the_docs_fixture_is_a_snapshot_that_owns_its_figures() {
+    let root = fixture("docs");
+    let mut files = Vec::new();
+    for dir in ["measurements", "fits"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    files.push(p.strip_prefix(&root).unwrap().to_path_buf());
+                }
+            }
+        }
+    }
+    assert!(files.len() >= 20, "{files:?}");
+    for f in &files {
+        assert!(repo().join(f).exists(), "{}: the fixture holds a file the shipped tree does not", f.display());
+    }
+    vramfit().arg("--root").arg(&root).arg("verify").assert().code(0);
+    // One more point, as a measurement would land: a documented figure moves.
+    let query = ["--format", "json", "reserve", "sdxl", "decode", "1280x1280", "--dtype", "fp16", "--os", "linux"];
+    let before = json_of(&vramfit().arg("--root").arg(&root).args(query).output().unwrap())["bytes"].clone();
+    let scratch = scratch_of(&root);
+    vramfit().arg("--root").arg(scratch.path()).arg("ingest").arg(fixture("docs/new-point.csv")).assert().code(0);
+    vramfit().arg("--root").arg(scratch.path()).args(["emit", "--force"]).assert().code(1);
+    let after = json_of(&vramfit().arg("--root").arg(scratch.path()).args(query).output().unwrap())["bytes"].clone();
+    assert_ne!(before, after, "a new point would not move the figure: the copy would not be needed");
 }

@@ -628,3 +628,122 @@ fn the_gaps_plan_fits_beside_the_next_gpu_plan() {
     assert!(plan_sides(&plan, "flux1", "encode", "fp32", 0).iter().any(|s| *s > 2048));
     assert!(plan_sides(&plan, "sdxl", "decode", "fp32", 0).iter().any(|s| *s < 512));
 }
+
+/// `trace --all --check` proves the shipped traces current from the record
+/// of their inputs (`measurements/traced/inputs.json`) without tracing; a
+/// change to any one input — a config, any tracer module, a pinned torch or
+/// diffusers version, the grid, a config added or removed, a trace edited by
+/// hand, the record itself — makes it name the change and trace in full
+/// (here, without torch, exit 2 after naming it), exactly as CI traced on
+/// every run before.
+#[test]
+fn the_traces_record_catches_a_change_to_any_input() {
+    let fresh = || {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&repo().join("harness"), &dir.path().join("harness"));
+        copy_dir(&repo().join("measurements/traced"), &dir.path().join("measurements/traced"));
+        dir
+    };
+    let check = |dir: &Path| {
+        std::process::Command::new("python3")
+            .args(["-S", "-m", "harness", "trace", "--all", "--check"])
+            .current_dir(dir)
+            .output()
+            .expect("python3 is needed for the harness tests")
+    };
+    let dir = fresh();
+    let out = check(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("traces up to date"));
+    let append = |rel: &str, text: &str| {
+        let rel = rel.to_string();
+        let text = text.to_string();
+        move |d: &Path| {
+            let p = d.join(&rel);
+            let mut s = std::fs::read_to_string(&p).unwrap();
+            s.push_str(&text);
+            std::fs::write(p, s).unwrap();
+        }
+    };
+    let replace = |rel: &str, from: &str, to: &str| {
+        let (rel, from, to) = (rel.to_string(), from.to_string(), to.to_string());
+        move |d: &Path| {
+            let p = d.join(&rel);
+            let s = std::fs::read_to_string(&p).unwrap();
+            assert!(s.contains(&from), "{rel} has no {from:?}");
+            std::fs::write(p, s.replacen(&from, &to, 1)).unwrap();
+        }
+    };
+    type Change = Box<dyn Fn(&Path)>;
+    let changes: Vec<(&str, Change, &str)> = vec![
+        ("a config", Box::new(append("harness/configs/sd15.json", " ")), "config sd15.json: changed"),
+        ("trace.py", Box::new(append("harness/trace.py", "\n# a change\n")), "tracer's trace.py: changed"),
+        ("measure.py", Box::new(append("harness/measure.py", "\n# a change\n")), "tracer's measure.py: changed"),
+        ("configs.py", Box::new(append("harness/configs.py", "\n# a change\n")), "tracer's configs.py: changed"),
+        (
+            "the torch pin",
+            Box::new(replace("harness/preflight.py", "TORCH_TRACED = \"2.11.0\"", "TORCH_TRACED = \"2.12.0\"")),
+            "torch 2.12.0",
+        ),
+        (
+            "the diffusers pin",
+            Box::new(replace("harness/preflight.py", "DIFFUSERS_TESTED = \"0.42.1\"", "DIFFUSERS_TESTED = \"0.43.0\"")),
+            "diffusers 0.43.0",
+        ),
+        (
+            "the grid",
+            Box::new(replace("harness/trace.py", "VIDEO_FRAMES = (17, 49, 81)", "VIDEO_FRAMES = (17, 49, 97)")),
+            "the grid changed",
+        ),
+        (
+            "a config added",
+            Box::new(|d: &Path| {
+                std::fs::copy(d.join("harness/configs/sd15.json"), d.join("harness/configs/sd15b.json"))
+                    .map(|_| ())
+                    .unwrap()
+            }),
+            "config sd15b.json: added",
+        ),
+        (
+            "a config removed",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("harness/configs/mochi.json")).unwrap()),
+            "config mochi.json: removed",
+        ),
+        ("a trace edited", Box::new(append("measurements/traced/flux1.csv", "")), ""),
+        (
+            "a trace edited by hand",
+            Box::new(replace("measurements/traced/flux1.csv", ",1,1,", ",1,2,")),
+            "flux1.csv: not the file the trace made",
+        ),
+        (
+            "a trace removed",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("measurements/traced/sd3.csv")).unwrap()),
+            "sd3.csv: missing",
+        ),
+        (
+            "the record's digest",
+            Box::new(replace("measurements/traced/inputs.json", "\"digest\": \"", "\"digest\": \"0")),
+            "its digest is not the digest of its inputs",
+        ),
+        (
+            "the record removed",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("measurements/traced/inputs.json")).unwrap()),
+            "no readable record",
+        ),
+    ];
+    for (what, change, named) in changes {
+        let dir = fresh();
+        change(dir.path());
+        let out = check(dir.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        if named.is_empty() {
+            // Appending nothing changes nothing: still proved current.
+            assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+            continue;
+        }
+        // Without torch (-S) the full trace cannot run: exit 2, after the change is named.
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains("changed: ") && err.contains(named), "{what}: {err}");
+        assert!(err.contains("tracing needs torch"), "{what}: {err}");
+    }
+}

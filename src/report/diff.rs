@@ -3,21 +3,7 @@ use crate::diff::{Case, DiffReport, Priced};
 use crate::pricing::Rule;
 
 fn rule(r: Option<Rule>) -> &'static str {
-    match r {
-        Some(Rule::FittedLine) => "fitted",
-        Some(Rule::CarriedLine) => "carried",
-        Some(Rule::AnyOsLine) => "OS-less line",
-        Some(Rule::UnmeasuredRule) => "unmeasured",
-        Some(Rule::DerivedTile) => "derived tile",
-        Some(Rule::AttentionPhase) => "attention phase",
-        Some(Rule::LegacyFloor) => "legacy floor",
-        Some(Rule::VideoEstimate) => "video estimate",
-        Some(Rule::Legacy) => "legacy",
-        Some(Rule::MonotoneFloor) => "monotone floor",
-        Some(Rule::MeasuredCap) => "measured cap",
-        Some(Rule::Traced) => "traced",
-        None => "-",
-    }
+    r.map_or("-", |r| r.short())
 }
 
 fn side(p: &Priced) -> String {

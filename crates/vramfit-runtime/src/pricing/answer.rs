@@ -75,88 +75,86 @@ impl Query {
     }
 }
 
-/// Which rule set the price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rule {
+/// Declares `Rule` from one table: each rule's variant (its JSON name is
+/// the variant in kebab case), the words an answer shows (`as_str`), and
+/// its short name in a diff's table (`short`). Every list of rules (`ALL`)
+/// and every spelling comes from this one table.
+macro_rules! rules {
+    ($($(#[doc = $doc:expr])* $name:ident => $words:literal, $short:literal;)*) => {
+        /// Which rule set the price.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Rule {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl Rule {
+            /// Every rule, in the order of the table.
+            pub const ALL: &'static [Rule] = &[$(Rule::$name,)*];
+
+            /// The words an answer shows for the rule.
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    $(Rule::$name => $words,)*
+                }
+            }
+
+            /// The rule's short name in a table of before and after.
+            pub fn short(&self) -> &'static str {
+                match self {
+                    $(Rule::$name => $short,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
     /// The query's own fitted line.
-    FittedLine,
+    FittedLine => "fitted line", "fitted";
     /// The query's own carried line.
-    CarriedLine,
+    CarriedLine => "carried line", "carried";
     /// No line for the key: the largest same-(vae, op, tile, dtype) line.
-    UnmeasuredRule,
+    UnmeasuredRule => "unmeasured rule", "unmeasured";
     /// A tile with no line of its own on a platform whose untiled line
     /// exists: that line at one tile, plus the host's copies of the output.
-    DerivedTile,
+    DerivedTile => "derived tile", "derived tile";
     /// On a platform whose SDPA runs the math kernel, the mid-block's S × S
     /// attention scores need more than the rule that priced the line phase
     /// (in `attention.line_rule`): the attention phase sets the price.
-    AttentionPhase,
+    AttentionPhase => "attention phase", "attention phase";
     /// The key keeps its OS (an OS-specific backend), and the line of the
     /// same platform measured without a published OS prices it: that line
     /// is a lower bound for every OS, so it prices a key with no line of its
     /// own, and one whose own line lies below it.
-    AnyOsLine,
+    AnyOsLine => "line measured without an OS", "OS-less line";
     /// No line, and the legacy estimate was higher than any line (or no line exists).
-    LegacyFloor,
+    LegacyFloor => "legacy floor", "legacy floor";
     /// A video key with no line of its own, where a host's published
     /// estimate (declared in the policy's `[video]`) was higher than any
     /// line of the same family, op, temporal tile and dtype.
-    VideoEstimate,
+    VideoEstimate => "video estimate", "video estimate";
     /// `--legacy`: the v1 estimator alone.
-    Legacy,
+    Legacy => "legacy estimator", "legacy";
     /// A smaller request that this one contains (a smaller tile, the image
     /// shrunk to one tile, a shorter clip; `lifted` names it) is priced
     /// higher by its own rule: a larger request never reserves less, so this
     /// one takes that price (docs/DESIGN.md, "Monotone composition").
-    MonotoneFloor,
+    MonotoneFloor => "monotone floor", "monotone floor";
     /// A tile no line measured, where the unmeasured rule's or the legacy
     /// floor's guess was above what a measured line of the same platform
     /// prices a larger tile (or no tile) of the same image: a run on a
     /// smaller tile holds no more than one on a larger tile, so the lowest
     /// such line sets it (`priced_by`).
-    MeasuredCap,
+    MeasuredCap => "measured cap", "measured cap";
     /// No measured line on the query's platform: the family's traced shape
     /// at the query's size, scaled by its architecture class's calibration
     /// on the platform (`traced` names both); a floor under the unmeasured
     /// rule's guess, floored in turn by a host's estimate and the legacy value.
-    Traced,
+    Traced => "traced rule", "traced";
 }
 
 impl Rule {
-    /// Every rule, in the order of the enum.
-    pub const ALL: [Rule; 12] = [
-        Rule::FittedLine,
-        Rule::CarriedLine,
-        Rule::UnmeasuredRule,
-        Rule::DerivedTile,
-        Rule::AttentionPhase,
-        Rule::AnyOsLine,
-        Rule::LegacyFloor,
-        Rule::VideoEstimate,
-        Rule::Legacy,
-        Rule::MonotoneFloor,
-        Rule::MeasuredCap,
-        Rule::Traced,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Rule::FittedLine => "fitted line",
-            Rule::CarriedLine => "carried line",
-            Rule::AnyOsLine => "line measured without an OS",
-            Rule::UnmeasuredRule => "unmeasured rule",
-            Rule::DerivedTile => "derived tile",
-            Rule::AttentionPhase => "attention phase",
-            Rule::LegacyFloor => "legacy floor",
-            Rule::VideoEstimate => "video estimate",
-            Rule::Legacy => "legacy estimator",
-            Rule::MonotoneFloor => "monotone floor",
-            Rule::MeasuredCap => "measured cap",
-            Rule::Traced => "traced rule",
-        }
-    }
-
     /// Whether this rule rests on a measured line at the query's own key
     /// (what `--strict` accepts, inside the line's measured range).
     pub fn is_measured_line(&self) -> bool {

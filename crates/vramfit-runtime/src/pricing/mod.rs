@@ -11,6 +11,7 @@ mod monotone;
 pub mod platform;
 pub mod source;
 mod steps;
+pub use steps::order as pricing_order;
 mod tiled;
 mod traced;
 mod video;

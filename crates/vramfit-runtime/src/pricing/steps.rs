@@ -102,6 +102,8 @@ impl Ask<'_> {
 
 /// One rule of the list.
 pub(super) trait Step: Sync {
+    /// Its name, as docs/DESIGN.md's pricing order lists it.
+    fn name(&self) -> &'static str;
     /// The rules its candidates carry.
     fn rules(&self) -> &'static [Rule];
     fn effect(&self) -> Effect;
@@ -118,6 +120,24 @@ pub(super) trait Step: Sync {
 /// Every pricing step, in order.
 pub(super) const STEPS: [&dyn Step; 8] =
     [&OwnLine, &DerivedTile, &UnmeasuredRule, &TracedRule, &HostEstimate, &LegacyFloor, &MeasuredCap, &AttentionPhase];
+
+impl Effect {
+    /// The word docs/DESIGN.md's pricing order gives the effect.
+    pub(super) fn word(self) -> &'static str {
+        match self {
+            Effect::Decide => "decides",
+            Effect::Floor => "floor",
+            Effect::Cap => "cap",
+            Effect::Raise => "raise",
+        }
+    }
+}
+
+/// The pricing order as (step, effect) words, for the documentation's
+/// check (`tests/architecture.rs` holds docs/DESIGN.md's list to it).
+pub fn order() -> Vec<(&'static str, &'static str)> {
+    STEPS.iter().map(|s| (s.name(), s.effect().word())).collect()
+}
 
 /// The answer the steps give one query, in order, each offer meeting the
 /// answer so far by its step's effect.
@@ -158,6 +178,10 @@ fn add(a: u64, b: u64) -> Result<u64> {
 struct OwnLine;
 
 impl Step for OwnLine {
+    fn name(&self) -> &'static str {
+        "OwnLine"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::FittedLine, Rule::CarriedLine, Rule::AnyOsLine]
     }
@@ -182,6 +206,10 @@ impl Step for OwnLine {
 struct DerivedTile;
 
 impl Step for DerivedTile {
+    fn name(&self) -> &'static str {
+        "DerivedTile"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::DerivedTile]
     }
@@ -222,6 +250,10 @@ impl Step for DerivedTile {
 struct UnmeasuredRule;
 
 impl Step for UnmeasuredRule {
+    fn name(&self) -> &'static str {
+        "UnmeasuredRule"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::UnmeasuredRule]
     }
@@ -273,6 +305,10 @@ impl Step for UnmeasuredRule {
 struct TracedRule;
 
 impl Step for TracedRule {
+    fn name(&self) -> &'static str {
+        "TracedRule"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::Traced]
     }
@@ -299,6 +335,10 @@ impl Step for TracedRule {
 struct HostEstimate;
 
 impl Step for HostEstimate {
+    fn name(&self) -> &'static str {
+        "HostEstimate"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::VideoEstimate]
     }
@@ -334,6 +374,10 @@ impl Step for HostEstimate {
 struct LegacyFloor;
 
 impl Step for LegacyFloor {
+    fn name(&self) -> &'static str {
+        "LegacyFloor"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::LegacyFloor]
     }
@@ -401,6 +445,10 @@ impl Step for LegacyFloor {
 struct MeasuredCap;
 
 impl Step for MeasuredCap {
+    fn name(&self) -> &'static str {
+        "MeasuredCap"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::MeasuredCap]
     }
@@ -433,6 +481,10 @@ impl Step for MeasuredCap {
 struct AttentionPhase;
 
 impl Step for AttentionPhase {
+    fn name(&self) -> &'static str {
+        "AttentionPhase"
+    }
+
     fn rules(&self) -> &'static [Rule] {
         &[Rule::AttentionPhase]
     }
@@ -486,7 +538,7 @@ mod tests {
             }
         }
         for r in Rule::ALL {
-            assert!(seen.contains(&r), "{r:?} is decided by no step");
+            assert!(seen.contains(r), "{r:?} is decided by no step");
         }
         assert_eq!(seen.len(), Rule::ALL.len());
     }
