@@ -22,49 +22,30 @@ fn run(args: &[&str]) -> u8 {
     vramfit::cli::run_from(argv, &env, &mut out, &mut err)
 }
 
-/// The inputs, by name.
-const CASES: &[(&str, &[&str])] = &[
-    ("plan 2^32 x 2, 8 GiB", &["plan", "sdxl", "decode", "4294967296x2", "--dtype", "fp16", "--free", "8GiB"]),
-    (
-        "max-tile-for 2^32-1 x 8, 6 GiB",
-        &["reserve", "sdxl", "decode", "4294967295x8", "--dtype", "fp16", "--max-tile-for", "6GiB"],
-    ),
-    (
-        "plan ltx2 10^6 x 10^6 x 2000 frames",
-        &["plan", "ltx2", "decode", "1000000x1000000", "--frames", "2000", "--dtype", "bf16", "--free", "8GiB"],
-    ),
-    (
-        "reserve ltx2 temporal tile 99999",
-        &[
-            "reserve",
-            "ltx-2",
-            "decode",
-            "1248x704",
-            "--frames",
-            "121",
-            "--tile",
-            "512",
-            "--temporal-tile",
-            "99999",
-            "--dtype",
-            "bf16",
-        ],
-    ),
-    (
-        "reserve sd3 tile 4088 of 1024x4096",
-        &["reserve", "sd3", "decode", "1024x4096", "--dtype", "fp16", "--tile", "4088"],
-    ),
-    ("reserve sdxl 1024^2 (a plain query)", &["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16"]),
-    (
-        "reserve --coefficients /dev/zero",
-        &["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients", "/dev/zero"],
-    ),
-];
+/// The inputs, by name, with the exit code each gives: one table with
+/// the test that runs them once (`tests/fixtures/worst_inputs.json`).
+fn cases() -> Vec<(String, Vec<String>)> {
+    let table: serde_json::Value = serde_json::from_str(include_str!("../tests/fixtures/worst_inputs.json")).unwrap();
+    table["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let args = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+            (c["name"].as_str().unwrap().to_string(), args)
+        })
+        .collect()
+}
 
-#[divan::bench(sample_count = 20, args = 0..CASES.len())]
+/// How many cases the table holds (divan's arguments are fixed at build time).
+const CASES: usize = 7;
+
+#[divan::bench(sample_count = 20, args = 0..CASES)]
 fn worst_inputs(bencher: divan::Bencher, case: usize) {
-    let (_, args) = CASES[case];
+    let all = cases();
+    assert_eq!(all.len(), CASES, "tests/fixtures/worst_inputs.json holds {} cases", all.len());
+    let args: Vec<&str> = all[case].1.iter().map(String::as_str).collect();
     // Every case answers (0, 1) or refuses (2), and never hangs or aborts.
-    assert!(run(args) <= 2);
-    bencher.bench(|| run(divan::black_box(args)));
+    assert!(run(&args) <= 2);
+    bencher.bench(|| run(divan::black_box(&args)));
 }

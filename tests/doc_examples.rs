@@ -264,20 +264,11 @@ fn the_development_guide_lists_the_ci_steps_in_order() {
 #[test]
 fn the_docs_fixture_is_a_snapshot_that_owns_its_figures() {
     let root = fixture("docs");
-    let mut files = Vec::new();
-    for dir in ["measurements", "fits"] {
-        let mut stack = vec![root.join(dir)];
-        while let Some(d) = stack.pop() {
-            for e in fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    files.push(p.strip_prefix(&root).unwrap().to_path_buf());
-                }
-            }
-        }
-    }
+    let files: Vec<PathBuf> = ["measurements", "fits"]
+        .iter()
+        .flat_map(|dir| snapshot(&root.join(dir)))
+        .map(|(p, _)| p.strip_prefix(&root).unwrap().to_path_buf())
+        .collect();
     assert!(files.len() >= 20, "{files:?}");
     for f in &files {
         assert!(repo().join(f).exists(), "{}: the fixture holds a file the shipped tree does not", f.display());

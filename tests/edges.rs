@@ -298,3 +298,20 @@ fn a_video_familys_attention_is_priced_on_the_video_path() {
     assert_eq!(wan["attention"]["sequence"], qwen["attention"]["sequence"]);
     assert_eq!(wan["attention"]["score_bytes"], qwen["attention"]["score_bytes"]);
 }
+
+/// The worst inputs benches/edges.rs times (`tests/fixtures/worst_inputs.json`),
+/// each run once in-process on a Linux host: each answers or refuses with
+/// its exit code, never hangs, aborts or panics. (This replaced CI's
+/// one-sample run of the benchmark, which asserted only that they ran.)
+#[test]
+fn the_worst_inputs_answer_with_their_exit_codes() {
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("worst_inputs.json")).unwrap()).unwrap();
+    let cases = table["cases"].as_array().unwrap();
+    assert!(cases.len() >= 7);
+    for c in cases {
+        let args: Vec<String> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let ran = run_in_process(&args).unwrap_or_else(|p| panic!("{}: panicked: {p}", c["name"]));
+        assert_eq!(u64::from(ran.code), c["exit"].as_u64().unwrap(), "{}: {}", c["name"], ran.err);
+    }
+}

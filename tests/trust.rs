@@ -25,6 +25,11 @@ fn renamed_traces(name: &str) -> String {
     out
 }
 
+/// `vramfit --root ROOT family add NAME --traces FILE`.
+fn family_add(root: &Path, name: &str, file: &Path) -> std::process::Output {
+    vramfit().arg("--root").arg(root).args(["family", "add", name, "--traces"]).arg(file).output().unwrap()
+}
+
 /// The five ways to name one root: the folder as the working directory
 /// (`.`), a relative path with a detour, its absolute path, a link to it,
 /// and its absolute path from another working directory. Each is
@@ -178,13 +183,7 @@ fn nothing_passed_to_family_add_becomes_policy() {
         let traces = renamed_traces("myvae")
             .replace("black-forest-labs/FLUX.1-dev", &format!("\"\"{}\"\"", h.replace('"', "\"\"")));
         fs::write(&file, traces).unwrap();
-        let out = vramfit()
-            .arg("--root")
-            .arg(root.path())
-            .args(["family", "add", "myvae", "--traces"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = family_add(root.path(), "myvae", &file);
         let after = policy_of(root.path());
         if out.status.code() == Some(0) {
             let mut rest = after.clone();
@@ -200,13 +199,7 @@ fn nothing_passed_to_family_add_becomes_policy() {
         let root = traced_root();
         let before = snapshot(root.path());
         fs::write(&file, renamed_traces("myvae")).unwrap();
-        let out = vramfit()
-            .arg("--root")
-            .arg(root.path())
-            .args(["family", "add", h, "--traces"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = family_add(root.path(), h, &file);
         assert_eq!(out.status.code(), Some(2), "{h:?}");
         assert_eq!(snapshot(root.path()), before, "{h:?}: written");
     }
@@ -224,13 +217,7 @@ fn family_add_refuses_names_that_would_change_a_command_line() {
     {
         let file = dir.path().join("t.csv");
         fs::write(&file, renamed_traces(if name.is_empty() { "x" } else { name })).unwrap();
-        let out = vramfit()
-            .arg("--root")
-            .arg(root.path())
-            .args(["family", "add", name, "--traces"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = family_add(root.path(), name, &file);
         assert_eq!(out.status.code(), Some(2), "{name:?}: {}", stderr_of(&out));
         assert_eq!(snapshot(root.path()), before, "{name:?}");
     }
@@ -281,13 +268,7 @@ fn family_add_refuses_bad_rows_at_their_file_line_and_field() {
     let root = traced_root();
     let file = dir.path().join("bom.csv");
     fs::write(&file, format!("\u{feff}{good}")).unwrap();
-    let out = vramfit()
-        .arg("--root")
-        .arg(root.path())
-        .args(["family", "add", "myvae", "--traces"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = family_add(root.path(), "myvae", &file);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
 
