@@ -66,8 +66,9 @@ def main(argv=None):
                 json.dump(config(changes), f)
             out_dir = os.path.join(tmp, "traced-" + name)
             os.makedirs(out_dir)
+            # The check prices an fp16 decode: its grid is what that needs.
             run([sys.executable, "-m", "harness", "trace", "--config", path, "--family", name, "--out-dir", out_dir,
-                 "--quiet"], cwd=repo)
+                 "--op", "decode", "--dtype", "fp16", "--quiet"], cwd=repo)
             run([vramfit, "--root", root, "family", "add", name, "--traces", os.path.join(out_dir, name + ".csv")])
             answers[name] = json.loads(run([vramfit, "--root", root, "--format", "json", "reserve", name, "decode",
                                             "1024x1024", "--dtype", "fp16", "--backend", "cudnn", "--allocator",

@@ -347,11 +347,11 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
 
 
 def _family_csv(job):
-    doc, say = job
+    doc, say, ops, dtypes = job
     import diffusers
 
     diffusers.utils.logging.set_verbosity_error()
-    return to_csv(trace_family(doc, say))
+    return to_csv(trace_family(doc, say, ops, dtypes))
 
 
 def to_csv(rows):
@@ -386,9 +386,18 @@ def main(argv=None):
                         "proved by the record of the traces' inputs when none changed, else traced in full)")
     p.add_argument("--full", action="store_true",
                    help="with --check: trace in full even when the record proves the traces current")
+    p.add_argument("--op", action="append", choices=OPS,
+                   help="with --config: trace this op only (repeatable; default: %s)" % ", ".join(OPS))
+    p.add_argument("--dtype", action="append", choices=DTYPES,
+                   help="with --config: trace this dtype only (repeatable; default: %s)" % ", ".join(DTYPES))
     p.add_argument("-j", "--jobs", type=int, help="families traced at once (default: one per core)")
     p.add_argument("-q", "--quiet", action="store_true")
     a = p.parse_args(argv)
+    if a.all and (a.op or a.dtype):
+        # The shipped traces are the whole grid: a part of it would not be them.
+        p.error("--op and --dtype go with --config: --all traces the whole grid")
+    ops = tuple(o for o in OPS if o in a.op) if a.op else OPS
+    dtypes = tuple(d for d in DTYPES if d in a.dtype) if a.dtype else DTYPES
     try:
         docs = [configs.load(f) for f in configs.families()] if a.all else [configs.from_file(a.config, a.family, a.vae, a.source)]
     except ValueError as e:
@@ -424,9 +433,9 @@ def main(argv=None):
         import multiprocessing
 
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            texts = pool.map(_family_csv, [(doc, None) for doc in docs])
+            texts = pool.map(_family_csv, [(doc, None, ops, dtypes) for doc in docs])
     else:
-        texts = [_family_csv((doc, say)) for doc in docs]
+        texts = [_family_csv((doc, say, ops, dtypes)) for doc in docs]
     for doc, text in zip(docs, texts):
         path = os.path.join(a.out_dir, doc["family"] + ".csv")
         if a.check:
