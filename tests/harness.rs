@@ -290,8 +290,16 @@ fn the_harness_no_longer_installs_torch_and_pins_the_diffusers_ci_tested() {
     let text = std::fs::read_to_string(repo().join("harness/pyproject.toml")).unwrap();
     let deps = text.lines().find(|l| l.starts_with("dependencies")).unwrap();
     assert_eq!(deps, "dependencies = [\"diffusers==0.42.1\"]");
+    // CI installs the pins harness/preflight.py states (once: .ci/run reads them there).
     let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
-    assert!(ci.contains("diffusers==0.42.1") && ci.contains("-m harness.smoke"), "CI tests the pinned version");
+    assert!(
+        ci.contains("preflight.DIFFUSERS_TESTED")
+            && ci.contains("preflight.TORCH_TRACED")
+            && ci.contains("\"diffusers==$diffusers_pin\"")
+            && ci.contains("\"torch==$torch_pin\"")
+            && ci.contains("-m harness.smoke"),
+        "CI tests the pinned versions"
+    );
     let preflight = std::fs::read_to_string(repo().join("harness/preflight.py")).unwrap();
     assert!(preflight.contains("DIFFUSERS_TESTED = \"0.42.1\""));
 }
