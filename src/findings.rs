@@ -10,6 +10,8 @@ pub const POLICY_FILE: &str = "fits/policy.toml";
 pub const SHIPPED_FILE: &str = "fits/vae.json";
 /// The Python package's copy of [`SHIPPED_FILE`] (what `pip install` ships).
 pub const BUNDLED_FILE: &str = "python/vramfit/vae.json";
+/// The runtime crate's copy of [`SHIPPED_FILE`] (what it compiles in).
+pub const RUNTIME_FILE: &str = "crates/vramfit-runtime/vae.json";
 pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps.rs";
 
 /// Every check's stable code, in the order docs/verify.md lists them. The
@@ -64,7 +66,8 @@ pub enum Code {
     /// A declared first use that its platform's fresh points do not prove.
     FirstUse,
     /// A shipped copy of `fits/vae.json` (the Python package's
-    /// `python/vramfit/vae.json`) that differs from it byte for byte.
+    /// `python/vramfit/vae.json`, the runtime crate's
+    /// `crates/vramfit-runtime/vae.json`) that differs from it byte for byte.
     Copy,
 }
 

@@ -5,14 +5,47 @@
 //! - `measurements/vae.json`: the points (`ingest` writes it);
 //! - `fits/policy.toml`: the maintainer's rules (written by hand);
 //! - `fits/vae.json`: the shipped coefficients (`emit` writes it);
-//! - and, where the root holds the Python package, its bundled copy
-//!   `python/vramfit/vae.json` (`emit` writes it beside `fits/vae.json`).
+//! - and the shipped copies of `fits/vae.json` the root holds: the Python
+//!   package's `python/vramfit/vae.json` and the runtime crate's
+//!   `crates/vramfit-runtime/vae.json` (`emit` writes them beside it).
 
 use crate::fsio::{self, RootLock};
 use crate::points::{store, Point};
 use crate::policy::{self, Policy, Problem};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
+
+/// A shipped copy of `fits/vae.json`: where it lives in a root.
+struct CopyPlace {
+    /// The folder whose presence says the root holds it.
+    folder: &'static str,
+    rel: &'static str,
+    what: &'static str,
+}
+
+const COPIES: [CopyPlace; 2] = [
+    CopyPlace {
+        folder: "python/vramfit",
+        rel: crate::findings::BUNDLED_FILE,
+        what: "the copy the Python package installs",
+    },
+    CopyPlace {
+        folder: "crates/vramfit-runtime",
+        rel: crate::findings::RUNTIME_FILE,
+        what: "the copy the runtime crate compiles in",
+    },
+];
+
+/// One shipped copy of `fits/vae.json` in a root.
+#[derive(Debug, Clone)]
+pub struct ShippedCopy {
+    /// Its path under the root.
+    pub path: PathBuf,
+    /// Its path relative to the root (a finding's file).
+    pub rel: &'static str,
+    /// What it is, in words.
+    pub what: &'static str,
+}
 
 /// A root holding `measurements/` and `fits/`.
 #[derive(Debug, Clone)]
@@ -75,12 +108,19 @@ impl Workspace {
         self.root.join("fits").join("vae.json")
     }
 
-    /// `python/vramfit/vae.json`: the copy of `fits/vae.json` the Python
-    /// package installs, when this root holds the package (`emit` writes
-    /// both, `emit --check` fails while they differ).
-    pub fn bundled_copy_path(&self) -> Option<PathBuf> {
-        let dir = self.root.join("python").join("vramfit");
-        dir.is_dir().then(|| dir.join("vae.json"))
+    /// Every shipped copy of `fits/vae.json` this root holds, each of which
+    /// must be that file byte for byte (`emit` writes them all, `emit
+    /// --check` and `verify` fail while one differs): the Python package's
+    /// `python/vramfit/vae.json` (what `pip install` ships) and the runtime
+    /// crate's `crates/vramfit-runtime/vae.json` (what it compiles in, so
+    /// the crate packages and publishes on its own). A root without the
+    /// package or the crate (a maintainer's data root) has no copies.
+    pub fn shipped_copies(&self) -> Vec<ShippedCopy> {
+        COPIES
+            .iter()
+            .filter(|c| self.root.join(c.folder).is_dir())
+            .map(|c| ShippedCopy { path: self.root.join(c.rel), rel: c.rel, what: c.what })
+            .collect()
     }
 
     /// The exclusive lock writers hold for a whole read–modify–write: on
@@ -88,7 +128,7 @@ impl Workspace {
     /// copy (no link under the root), waiting at most `wait`.
     pub fn lock(&self, wait: std::time::Duration) -> Result<RootLock> {
         let mut files = vec![self.points_path(), self.coefficients_path()];
-        files.extend(self.bundled_copy_path());
+        files.extend(self.shipped_copies().into_iter().map(|c| c.path));
         RootLock::acquire(&self.root, &files, wait)
     }
 

@@ -108,36 +108,47 @@ fn every_spelling_of_the_root_gives_the_same_bytes() {
 }
 
 /// `verify` compares every shipped copy of the coefficients with
-/// `fits/vae.json`: a tampered, truncated or missing Python copy is a
-/// `copy` finding (exit 1), though every other check passes.
+/// `fits/vae.json`: a tampered, truncated or missing Python or runtime copy
+/// is a `copy` finding (exit 1), though every other check passes; `emit
+/// --check` says it is out of date, and `emit` writes it back.
 #[test]
-fn verify_finds_a_python_copy_that_differs() {
-    let root = traced_root();
-    let pkg = root.path().join("python/vramfit");
-    fs::create_dir_all(&pkg).unwrap();
-    let shipped = fs::read_to_string(root.path().join("fits/vae.json")).unwrap();
-    fs::write(pkg.join("vae.json"), &shipped).unwrap();
-    let verify = || vramfit().arg("--root").arg(root.path()).args(["--format", "json", "verify"]).output().unwrap();
-    assert_eq!(verify().status.code(), Some(0), "the copy is the file");
-    // One answer-changing edit: the first line's base.
-    let mut tampered: Value = serde_json::from_str(&shipped).unwrap();
-    let base = tampered["lines"][0]["base_mib"].as_u64().unwrap();
-    tampered["lines"][0]["base_mib"] = Value::from(base + 1);
-    for bad in
-        [serde_json::to_string_pretty(&tampered).unwrap(), shipped[..shipped.len() / 2].to_string(), String::new()]
+fn verify_finds_a_shipped_copy_that_differs() {
+    for (folder, rel) in
+        [("python/vramfit", "python/vramfit/vae.json"), ("crates/vramfit-runtime", "crates/vramfit-runtime/vae.json")]
     {
-        fs::write(pkg.join("vae.json"), &bad).unwrap();
+        let root = traced_root();
+        fs::create_dir_all(root.path().join(folder)).unwrap();
+        let shipped = fs::read_to_string(root.path().join("fits/vae.json")).unwrap();
+        let copy = root.path().join(rel);
+        fs::write(&copy, &shipped).unwrap();
+        let verify = || vramfit().arg("--root").arg(root.path()).args(["--format", "json", "verify"]).output().unwrap();
+        assert_eq!(verify().status.code(), Some(0), "{rel}: the copy is the file");
+        // One answer-changing edit: the first line's base.
+        let mut tampered: Value = serde_json::from_str(&shipped).unwrap();
+        let base = tampered["lines"][0]["base_mib"].as_u64().unwrap();
+        tampered["lines"][0]["base_mib"] = Value::from(base + 1);
+        for bad in
+            [serde_json::to_string_pretty(&tampered).unwrap(), shipped[..shipped.len() / 2].to_string(), String::new()]
+        {
+            fs::write(&copy, &bad).unwrap();
+            let out = verify();
+            assert_eq!(out.status.code(), Some(1), "{rel}");
+            let findings = json_of(&out)["findings"].as_array().unwrap().clone();
+            assert_eq!(findings.len(), 1, "{findings:?}");
+            assert_eq!(findings[0]["code"], "copy");
+            assert_eq!(findings[0]["file"], rel);
+        }
+        let check = vramfit().arg("--root").arg(root.path()).args(["emit", "--check"]).output().unwrap();
+        assert_eq!(check.status.code(), Some(1), "{rel}: emit --check sees the stale copy");
+        assert!(String::from_utf8_lossy(&check.stdout).contains(&format!("{rel}: OUT OF DATE")), "{rel}");
+        fs::remove_file(&copy).unwrap();
         let out = verify();
         assert_eq!(out.status.code(), Some(1));
-        let findings = json_of(&out)["findings"].as_array().unwrap().clone();
-        assert_eq!(findings.len(), 1, "{findings:?}");
-        assert_eq!(findings[0]["code"], "copy");
-        assert_eq!(findings[0]["file"], "python/vramfit/vae.json");
+        assert_eq!(json_of(&out)["findings"][0]["found"], "missing");
+        vramfit().arg("--root").arg(root.path()).arg("emit").assert().code(0);
+        assert_eq!(fs::read_to_string(&copy).unwrap(), shipped, "{rel}: emit writes the copy");
+        assert_eq!(verify().status.code(), Some(0));
     }
-    fs::remove_file(pkg.join("vae.json")).unwrap();
-    let out = verify();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json_of(&out)["findings"][0]["found"], "missing");
 }
 
 /// The policy as TOML, for comparing what it says rather than its bytes.
@@ -469,4 +480,18 @@ fn every_video_family_plans_a_short_and_a_long_clip() {
         assert_eq!(py["verdict"], plan["verdict"], "{family} {frames} {free}");
         assert_eq!(py["peak_bytes"], plan["peak_bytes"], "{family} {frames} {free}");
     }
+}
+
+/// The runtime crate compiles in its own copy (`crates/vramfit-runtime/vae.json`,
+/// inside the crate so it packages alone), and that copy is the shipped
+/// file: what `reserve` answers without `--root` is what `fits/vae.json` says.
+#[test]
+fn the_runtime_crate_compiles_in_the_shipped_file() {
+    let shipped = fs::read_to_string(crate::common::repo().join("fits/vae.json")).unwrap();
+    assert!(
+        vramfit::contract::file::EMBEDDED == shipped,
+        "crates/vramfit-runtime/vae.json differs from fits/vae.json: run `vramfit emit`, which writes both"
+    );
+    let manifest = fs::read_to_string(crate::common::repo().join("crates/vramfit-runtime/Cargo.toml")).unwrap();
+    assert!(!manifest.contains("../"), "the runtime crate reaches outside itself");
 }

@@ -47,20 +47,24 @@ pub struct EmitReport {
     /// With findings nothing is written unless `--force`; either way the
     /// command exits 1.
     pub findings: Vec<Finding>,
-    /// The Python package's copy of the file, where the root holds the package.
-    pub bundled: Option<BundledCopy>,
+    /// The shipped copies of the file the root holds (the Python package's,
+    /// the runtime crate's).
+    pub copies: Vec<BundledCopy>,
     /// The 1-based line of the file where the first changed line is written
     /// (1 when it is new or the file is; the `line=` of `--check`'s annotation).
     pub changed_at: u64,
 }
 
-/// The Python package's copy of `fits/vae.json` (`python/vramfit/vae.json`):
-/// one source of truth, so `emit` writes both and `--check` fails while
-/// they differ.
+/// A shipped copy of `fits/vae.json` (the Python package's
+/// `python/vramfit/vae.json`, the runtime crate's
+/// `crates/vramfit-runtime/vae.json`): one source of truth, so `emit`
+/// writes them all and `--check` fails while one differs.
 #[derive(Debug, Clone, Serialize)]
 pub struct BundledCopy {
     /// Its path, as shown.
     pub file: String,
+    /// What it is, in words.
+    pub what: &'static str,
     /// Whether it differed from the fresh file before this run.
     pub stale: bool,
     /// Whether this run wrote it.
@@ -68,9 +72,9 @@ pub struct BundledCopy {
 }
 
 impl EmitReport {
-    /// Whether `--check` finds something to do: the file or its bundled copy out of date.
+    /// Whether `--check` finds something to do: the file or a copy out of date.
     pub fn out_of_date(&self) -> bool {
-        self.changed || self.bundled.as_ref().is_some_and(|b| b.stale)
+        self.changed || self.copies.iter().any(|b| b.stale)
     }
 }
 

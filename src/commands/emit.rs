@@ -17,7 +17,7 @@ pub fn run(root: &Path, check: bool, force: bool, wait: std::time::Duration) -> 
         (false, true) => Found::Nothing,
     };
     let weight = r.findings.len();
-    let copy = r.bundled.as_ref().filter(|b| b.written).map(|b| b.file.clone());
-    let wrote: Vec<String> = r.written.then(|| r.file.clone()).into_iter().chain(copy).collect();
+    let copies = r.copies.iter().filter(|b| b.written).map(|b| b.file.clone());
+    let wrote: Vec<String> = r.written.then(|| r.file.clone()).into_iter().chain(copies).collect();
     Ok(Outcome::of(r).found(found).weighing(weight).wrote(wrote))
 }

@@ -22,7 +22,7 @@ fn findings_markdown(s: &mut String, findings: &[Finding]) {
     s.push_str(&format!("\n**verify would report {} finding(s):**\n\n", findings.len()));
     s.push_str(&markdown_table(&["code", "line", "finding"], &rows));
 }
-use crate::coefficients::emit::{Change, EmitReport};
+use crate::coefficients::emit::{BundledCopy, Change, EmitReport};
 use crate::lines::{FitReport, LineKind};
 
 const FIT_HEADERS: &[&str] = &[
@@ -136,24 +136,28 @@ fn emit_rows(r: &EmitReport) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// What the Python package's copy needs, in words a maintainer acts on.
-fn bundled_message(r: &EmitReport) -> String {
-    let Some(b) = &r.bundled else { return String::new() };
+/// What a stale copy needs, in words a maintainer acts on.
+fn copy_message(r: &EmitReport, b: &BundledCopy) -> String {
     format!(
-        "{} (the copy the Python package installs) differs from {} as emit writes it; run `vramfit emit`, \
-         which writes both, and commit them together",
-        b.file, r.file
+        "{} ({}) differs from {} as emit writes it; run `vramfit emit`, which writes every copy, and commit them \
+         together",
+        b.file, b.what, r.file
     )
 }
 
-/// The bundled copy's state line, when the root holds the package and there is something to say.
-fn bundled_line(r: &EmitReport) -> String {
-    match &r.bundled {
-        Some(b) if b.written => format!("{}: written (the Python package's copy)\n", b.file),
-        Some(b) if b.stale && r.check => format!("{}: OUT OF DATE: {}\n", b.file, bundled_message(r)),
-        Some(b) if b.stale => format!("{}: NOT written (the file was not written either)\n", b.file),
-        _ => String::new(),
+/// Each copy's state line, where there is something to say.
+fn copy_lines(r: &EmitReport) -> String {
+    let mut s = String::new();
+    for b in &r.copies {
+        let line = match b {
+            b if b.written => format!("{}: written ({})\n", b.file, b.what),
+            b if b.stale && r.check => format!("{}: OUT OF DATE: {}\n", b.file, copy_message(r, b)),
+            b if b.stale => format!("{}: NOT written (the file was not written either)\n", b.file),
+            _ => String::new(),
+        };
+        s.push_str(&line);
     }
+    s
 }
 
 impl Report for EmitReport {
@@ -188,7 +192,7 @@ impl Report for EmitReport {
             ),
             (false, true) => format!("{}: written ({} of {} lines unchanged)\n", self.file, unchanged, self.changes.len()),
         });
-        s.push_str(&bundled_line(self));
+        s.push_str(&copy_lines(self));
         findings_summary(&mut s, &self.findings, "the new file");
         s
     }
@@ -215,11 +219,11 @@ impl Report for EmitReport {
             );
             s.push_str(&super::annotation("error", &self.file, self.changed_at, "vramfit emit --check", &msg));
         }
-        if let Some(b) = self.bundled.as_ref().filter(|b| self.check && b.stale) {
-            s.push_str(&super::annotation("error", &b.file, 1, "vramfit emit --check", &bundled_message(self)));
+        for b in self.copies.iter().filter(|b| self.check && b.stale) {
+            s.push_str(&super::annotation("error", &b.file, 1, "vramfit emit --check", &copy_message(self, b)));
         }
         s.push_str(&super::verify::findings_annotations(&self.findings));
-        s.push_str(&bundled_line(self));
+        s.push_str(&copy_lines(self));
         s.push_str(&match (self.check, self.changed) {
             (true, false) => format!("{}: up to date ({} lines)\n", self.file, self.changes.len()),
             (true, true) => format!("{}: OUT OF DATE\n", self.file),

@@ -9,7 +9,7 @@ use anyhow::Result;
 use std::path::Path;
 
 use super::VerifyReport;
-use crate::findings::{Code, Finding, BUNDLED_FILE, SHIPPED_FILE};
+use crate::findings::{Code, Finding, SHIPPED_FILE};
 
 /// Verifies the files under `root` with the real pricer built from the
 /// shipped file.
@@ -21,8 +21,9 @@ pub fn audit(root: &Path) -> Result<VerifyReport> {
 /// seam through which a test hands in a deliberately broken pricer.
 pub fn audit_with(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -> Result<VerifyReport> {
     let mut report = audit_unplaced(root, make)?;
-    if let Some(f) = copy_finding(&Workspace::new(root))? {
-        report.findings.push(f);
+    let copies = copy_findings(&Workspace::new(root))?;
+    if !copies.is_empty() {
+        report.findings.extend(copies);
         report.findings = super::sorted(std::mem::take(&mut report.findings));
         report.ok = false;
     }
@@ -58,31 +59,36 @@ fn audit_unplaced(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -
 }
 
 /// Every shipped copy of `fits/vae.json` must be it, byte for byte: the
-/// Python package prices with its own copy, so a copy that drifted (by a
-/// hand edit, a merge, a tamper) would answer differently from the CLI
-/// while every other check passed. A root without the package has no copy.
-fn copy_finding(ws: &Workspace) -> Result<Option<Finding>> {
-    let Some(copy) = ws.bundled_copy_path() else { return Ok(None) };
+/// Python package and the runtime crate price with their own copies, so a
+/// copy that drifted (by a hand edit, a merge, a tamper) would answer
+/// differently from the CLI while every other check passed. A root without
+/// the package or the crate has none.
+fn copy_findings(ws: &Workspace) -> Result<Vec<Finding>> {
+    let copies = ws.shipped_copies();
+    if copies.is_empty() {
+        return Ok(Vec::new());
+    }
     let shipped = std::fs::read(ws.coefficients_path())
         .map_err(|e| anyhow::anyhow!("{}: {e}", crate::fsio::shown(&ws.coefficients_path())))?;
-    let found = match std::fs::read(&copy) {
-        Ok(bytes) if bytes == shipped => return Ok(None),
-        Ok(bytes) => format!("{} ({} bytes)", crate::fsio::sha256_tag(&bytes), bytes.len()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
-        Err(e) => format!("unreadable: {e}"),
-    };
-    let mut f = Finding::new(
-        Code::Copy,
-        BUNDLED_FILE,
-        format!(
-            "{} differs from {SHIPPED_FILE}: the Python package would price with other coefficients",
-            crate::fsio::shown(&copy)
-        ),
-        "run `vramfit emit` (it writes both), or restore the copy",
-    );
-    f.expected = Some(format!("{} ({} bytes)", crate::fsio::sha256_tag(&shipped), shipped.len()));
-    f.found = Some(found);
-    Ok(Some(f))
+    let mut out = Vec::new();
+    for copy in copies {
+        let found = match std::fs::read(&copy.path) {
+            Ok(bytes) if bytes == shipped => continue,
+            Ok(bytes) => format!("{} ({} bytes)", crate::fsio::sha256_tag(&bytes), bytes.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        let mut f = Finding::new(
+            Code::Copy,
+            copy.rel,
+            format!("{} ({}) differs from {SHIPPED_FILE}", crate::fsio::shown(&copy.path), copy.what),
+            "run `vramfit emit` (it writes every copy), or restore the copy",
+        );
+        f.expected = Some(format!("{} ({} bytes)", crate::fsio::sha256_tag(&shipped), shipped.len()));
+        f.found = Some(found);
+        out.push(f);
+    }
+    Ok(out)
 }
 
 /// The shipped file as the audit needs it.

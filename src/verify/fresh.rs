@@ -129,17 +129,15 @@ pub fn emit(root: &Path, check: bool, force: bool, wait: std::time::Duration) ->
     if let (true, Some(lock)) = (written, &lock) {
         lock.write(&path, &bytes)?;
     }
-    let bundled = match ws.bundled_copy_path() {
-        None => None,
-        Some(copy) => {
-            let stale = std::fs::read(&copy).ok().as_deref() != Some(bytes.as_slice());
-            let written = may_write && stale;
-            if let (true, Some(lock)) = (written, &lock) {
-                lock.write(&copy, &bytes)?;
-            }
-            Some(BundledCopy { file: crate::fsio::shown(&copy), stale, written })
+    let mut copies = Vec::new();
+    for copy in ws.shipped_copies() {
+        let stale = std::fs::read(&copy.path).ok().as_deref() != Some(bytes.as_slice());
+        let written = may_write && stale;
+        if let (true, Some(lock)) = (written, &lock) {
+            lock.write(&copy.path, &bytes)?;
         }
-    };
+        copies.push(BundledCopy { file: crate::fsio::shown(&copy.path), what: copy.what, stale, written });
+    }
     let changes = diff(old, &file);
     let old_text = old_bytes.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     let changed_at = changes
@@ -157,7 +155,7 @@ pub fn emit(root: &Path, check: bool, force: bool, wait: std::time::Duration) ->
         force,
         changes,
         findings,
-        bundled,
+        copies,
         changed_at,
     })
 }

@@ -40,8 +40,12 @@ pub fn slope_text(slope_centi: u64) -> String {
 pub const FORMAT: &str = "vramfit-coefficients";
 
 /// The shipped `fits/vae.json`, compiled in so `reserve` and `plan` work
-/// from any folder and after `cargo install`.
-pub const EMBEDDED: &str = include_str!("../../../../fits/vae.json");
+/// from any folder and after `cargo install`. The crate carries its own
+/// copy (`crates/vramfit-runtime/vae.json`, inside the package, so the
+/// crate builds and publishes on its own); `vramfit emit` writes it with
+/// `fits/vae.json`, and `verify` fails while the two differ (finding
+/// `copy`).
+pub const EMBEDDED: &str = include_str!("../../vae.json");
 pub const VERSION: u32 = 2;
 
 /// The shipped file.
