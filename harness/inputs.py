@@ -40,25 +40,16 @@ def _file_sha(path):
         return _sha256(f.read())
 
 
-def grid_words():
-    """The grid as the tracer walks it, in words (its constants; the walk itself is in trace.py's source)."""
-    from . import trace
-
-    return json.dumps({
-        "image_sizes": trace.IMAGE_SIZES, "image_tiles": trace.IMAGE_TILES, "video_sizes": trace.VIDEO_SIZES,
-        "video_frames": trace.VIDEO_FRAMES, "dtypes": trace.DTYPES, "ops": trace.OPS,
-    }, sort_keys=True)
-
-
-def current(torch_version=None, diffusers_version=None):
-    """The inputs as they are now: the pinned versions unless the ones a trace actually ran on are given."""
+def current(grid_words, torch_version=None, diffusers_version=None):
+    """The inputs as they are now, the grid as the tracer states it (``trace.grid_words()``): the pinned
+    versions unless the ones a trace actually ran on are given."""
     return {
         "tracer": {name: _file_sha(os.path.join(_HERE, name)) for name in TRACER_SOURCES},
         "configs": {name + ".json": _file_sha(os.path.join(_HERE, "configs", name + ".json"))
                     for name in configs.families()},
         "torch": torch_version or preflight.TORCH_TRACED,
         "diffusers": diffusers_version or preflight.DIFFUSERS_TESTED,
-        "grid": _sha256(grid_words().encode("utf-8")),
+        "grid": _sha256(grid_words.encode("utf-8")),
     }
 
 
@@ -88,9 +79,9 @@ def record_text(inputs, out_dir, families):
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
-def differences(out_dir, families, now=None):
-    """Why the traces in ``out_dir`` may not be current, in words (empty: the record proves them current)."""
-    now = now if now is not None else current()
+def differences(out_dir, families, now):
+    """Why the traces in ``out_dir`` may not be current (``now``: :func:`current`), in words (empty: the record
+    proves them current)."""
     path = os.path.join(out_dir, RECORD)
     try:
         with open(path, encoding="utf-8") as f:

@@ -66,6 +66,14 @@ CLASS_WALKS = {
 }
 
 
+def grid_words():
+    """The grid's constants in words: an input of the traces (harness/inputs.py); the walk is this module's source."""
+    return json.dumps({
+        "image_sizes": IMAGE_SIZES, "image_tiles": IMAGE_TILES, "video_sizes": VIDEO_SIZES,
+        "video_frames": VIDEO_FRAMES, "dtypes": DTYPES, "ops": OPS,
+    }, sort_keys=True)
+
+
 def config_digest(doc):
     """The SHA-256 of the config as shipped, keys sorted: what a row was traced from."""
     text = json.dumps(doc["config"], sort_keys=True, separators=(",", ":"))
@@ -407,7 +415,7 @@ def main(argv=None):
     if a.all and a.check:
         # The record proves the traces current when nothing they depend on
         # changed; only then is the meta-device trace skipped.
-        changed = inputs.differences(a.out_dir, [d["family"] for d in docs])
+        changed = inputs.differences(a.out_dir, [d["family"] for d in docs], inputs.current(grid_words()))
         if not changed and not a.full:
             if not a.quiet:
                 print("traces up to date: %s records every input unchanged (trace --all --check --full traces "
@@ -448,7 +456,7 @@ def main(argv=None):
     if a.all and not a.check:
         import torch
 
-        ran = inputs.current(torch.__version__.split("+")[0], diffusers.__version__)
+        ran = inputs.current(grid_words(), torch.__version__.split("+")[0], diffusers.__version__)
         record = os.path.join(a.out_dir, inputs.RECORD)
         write_atomically(record, inputs.record_text(ran, a.out_dir, [d["family"] for d in docs]))
         print("%s: the traces' inputs recorded" % record)
