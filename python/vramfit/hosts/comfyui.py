@@ -30,7 +30,7 @@ once, as every default answer does; ``warm=True`` leaves it out once the
 process has decoded.
 """
 
-from . import dtype_of, query_of, shape_of  # noqa: F401  (dtype_of: the hosts' shared helper)
+from . import query_of, shape_of
 
 __all__ = ["memory_used_decode", "memory_used_encode", "VAE_TYPES"]
 
