@@ -33,8 +33,8 @@ impl Side<'_> {
     fn price(&self, q: &Query) -> Result<crate::pricing::Price> {
         let env = EnvSnapshot::default();
         match self {
-            Side::File(c) => c.price(q, &env),
-            Side::Legacy(c) => c.price_legacy(q, &env),
+            Side::File(c) => Ok(c.price(q, &env)?),
+            Side::Legacy(c) => Ok(c.price_legacy(q, &env)?),
         }
     }
 

@@ -8,9 +8,8 @@ use serde::Serialize;
 pub const POINTS_FILE: &str = "measurements/vae.json";
 pub const POLICY_FILE: &str = "fits/policy.toml";
 pub const SHIPPED_FILE: &str = "fits/vae.json";
-/// The Python package's copy of [`SHIPPED_FILE`] (what `pip install` ships).
-pub const BUNDLED_FILE: &str = "python/vramfit/vae.json";
-/// The runtime crate's copy of [`SHIPPED_FILE`] (what it compiles in).
+/// The runtime crate's copy of [`SHIPPED_FILE`] (what it and the Python
+/// wheel compile in).
 pub const RUNTIME_FILE: &str = "crates/vramfit-runtime/vae.json";
 pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps.rs";
 
@@ -65,9 +64,9 @@ pub enum Code {
     TracedBand,
     /// A declared first use that its platform's fresh points do not prove.
     FirstUse,
-    /// A shipped copy of `fits/vae.json` (the Python package's
-    /// `python/vramfit/vae.json`, the runtime crate's
-    /// `crates/vramfit-runtime/vae.json`) that differs from it byte for byte.
+    /// A shipped copy of `fits/vae.json` (the runtime crate's
+    /// `crates/vramfit-runtime/vae.json`, which the Python wheel compiles
+    /// in too) that differs from it byte for byte.
     Copy,
 }
 

@@ -16,7 +16,7 @@
 // The runtime crate's modules, at the paths the rest of the house names
 // them by (`crate::pricing`, `crate::contract`, …): the floors below
 // `points` are a crate of their own, and this crate only uses them.
-pub use vramfit_runtime::{contract, exact, pricing, registry, text, vocab, words};
+pub use vramfit_runtime::{contract, error, exact, plan, pricing, registry, text, units, vocab, words};
 
 pub mod cli;
 pub mod coefficients;
@@ -32,16 +32,13 @@ pub mod fsio;
 pub mod heap;
 pub mod ingest;
 pub mod lines;
-pub mod mirror;
 pub mod par;
 pub mod places;
-pub mod plan;
 pub mod plot;
 pub mod points;
 pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod traced;
-pub mod units;
 pub mod verify;
 pub mod workspace;

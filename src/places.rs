@@ -11,6 +11,14 @@
 /// given, the line of that field inside it.
 pub use vramfit_runtime::io::InputError;
 
+/// The input error an error is or wraps, if any: an [`InputError`] itself,
+/// or a runtime refusal about a file.
+pub fn input_of(e: &anyhow::Error) -> Option<&InputError> {
+    e.chain().find_map(|c| {
+        c.downcast_ref::<InputError>().or_else(|| c.downcast_ref::<vramfit_runtime::error::Error>()?.input())
+    })
+}
+
 pub fn coefficients_line(text: &str, key: &str, field: Option<&str>) -> Option<u64> {
     let parts: Vec<&str> = key.split('/').collect();
     let [vae, op, tiles, backend, allocator, os, dtype] = parts[..] else { return None };
@@ -184,7 +192,7 @@ mod tests {
         assert_eq!((e.file.as_str(), e.line, e.field.as_deref()), ("new.csv", Some(8), Some("model")));
         assert_eq!(e.to_string(), "new.csv:8: model: unknown model 'hunyuan'");
         let wrapped = anyhow::Error::new(e.clone()).context("while ingesting");
-        assert_eq!(InputError::of(&wrapped), Some(&e));
-        assert_eq!(InputError::of(&anyhow::anyhow!("new.csv:8: words alone place nothing")), None);
+        assert_eq!(input_of(&wrapped), Some(&e));
+        assert_eq!(input_of(&anyhow::anyhow!("new.csv:8: words alone place nothing")), None);
     }
 }

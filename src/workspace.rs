@@ -5,9 +5,9 @@
 //! - `measurements/vae.json`: the points (`ingest` writes it);
 //! - `fits/policy.toml`: the maintainer's rules (written by hand);
 //! - `fits/vae.json`: the shipped coefficients (`emit` writes it);
-//! - and the shipped copies of `fits/vae.json` the root holds: the Python
-//!   package's `python/vramfit/vae.json` and the runtime crate's
-//!   `crates/vramfit-runtime/vae.json` (`emit` writes them beside it).
+//! - and the shipped copy of `fits/vae.json` the root holds: the runtime
+//!   crate's `crates/vramfit-runtime/vae.json`, which the crate and the
+//!   Python wheel built from it compile in (`emit` writes it beside it).
 
 use crate::fsio::{self, RootLock};
 use crate::points::{store, Point};
@@ -23,18 +23,14 @@ struct CopyPlace {
     what: &'static str,
 }
 
-const COPIES: [CopyPlace; 2] = [
-    CopyPlace {
-        folder: "python/vramfit",
-        rel: crate::findings::BUNDLED_FILE,
-        what: "the copy the Python package installs",
-    },
-    CopyPlace {
-        folder: "crates/vramfit-runtime",
-        rel: crate::findings::RUNTIME_FILE,
-        what: "the copy the runtime crate compiles in",
-    },
-];
+/// One place since the Python package became the runtime compiled: a copy
+/// a package read at run time could drift from the crate's, and there is
+/// none left to drift.
+const COPIES: [CopyPlace; 1] = [CopyPlace {
+    folder: "crates/vramfit-runtime",
+    rel: crate::findings::RUNTIME_FILE,
+    what: "the copy the runtime crate and the Python wheel compile in",
+}];
 
 /// One shipped copy of `fits/vae.json` in a root.
 #[derive(Debug, Clone)]
@@ -110,11 +106,11 @@ impl Workspace {
 
     /// Every shipped copy of `fits/vae.json` this root holds, each of which
     /// must be that file byte for byte (`emit` writes them all, `emit
-    /// --check` and `verify` fail while one differs): the Python package's
-    /// `python/vramfit/vae.json` (what `pip install` ships) and the runtime
-    /// crate's `crates/vramfit-runtime/vae.json` (what it compiles in, so
-    /// the crate packages and publishes on its own). A root without the
-    /// package or the crate (a maintainer's data root) has no copies.
+    /// --check` and `verify` fail while one differs): the runtime crate's
+    /// `crates/vramfit-runtime/vae.json` (what it compiles in, so the crate
+    /// packages and publishes on its own, and what the Python wheel built
+    /// from it prices with). A root without the crate (a maintainer's data
+    /// root) has no copies.
     pub fn shipped_copies(&self) -> Vec<ShippedCopy> {
         COPIES
             .iter()

@@ -207,7 +207,7 @@ fn lines_fit_the_ops_own_demand_and_the_answer_adds_the_first_use_once() {
 /// context of the points it prices.
 struct AlwaysWarm(Coefficients);
 impl Pricer for AlwaysWarm {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         self.0.price(&Query { warm: true, ..q.clone() }, env)
     }
 }

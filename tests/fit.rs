@@ -301,26 +301,29 @@ fn the_shipped_lines_agree_with_the_independent_python_fit_whatever_the_data() {
 }
 
 #[test]
-fn emit_writes_the_python_packages_copy_and_check_fails_while_it_differs() {
+fn emit_writes_the_runtime_crates_copy_and_check_fails_while_it_differs() {
     let root = scratch();
-    let copy = root.path().join("python/vramfit/vae.json");
+    let copy = root.path().join("crates/vramfit-runtime/vae.json");
     fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    // A maintainer who copied nothing: the package's file is some other one.
+    // A maintainer who copied nothing: the crate's file is some other one.
     fs::write(&copy, "{}\n").unwrap();
     let check = vramfit().arg("--root").arg(root.path()).args(["emit", "--check"]).output().unwrap();
     assert_eq!(check.status.code(), Some(1), "{}", stdout_of(&check));
     let said = stdout_of(&check);
-    assert!(said.contains("python/vramfit/vae.json: OUT OF DATE") && said.contains("run `vramfit emit`"), "{said}");
+    assert!(
+        said.contains("crates/vramfit-runtime/vae.json: OUT OF DATE") && said.contains("run `vramfit emit`"),
+        "{said}"
+    );
     let github =
         vramfit().arg("--root").arg(root.path()).args(["--format", "github", "emit", "--check"]).output().unwrap();
     assert!(stdout_of(&github).contains("::error file="), "{}", stdout_of(&github));
     // One emit writes both, and then they agree.
     let out = vramfit().arg("--root").arg(root.path()).arg("emit").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(stdout_of(&out).contains("python/vramfit/vae.json: written"), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).contains("crates/vramfit-runtime/vae.json: written"), "{}", stdout_of(&out));
     assert_eq!(fs::read(&copy).unwrap(), fs::read(root.path().join("fits/vae.json")).unwrap());
     vramfit().arg("--root").arg(root.path()).args(["emit", "--check"]).assert().code(0);
-    // A root without the package has nothing to say about it.
+    // A root without the crate has nothing to say about it.
     let bare = scratch();
     let out = vramfit().arg("--root").arg(bare.path()).args(["emit", "--check"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));

@@ -5,7 +5,7 @@
 //! tile sentinels, batch from the tensor, the platform from torch) rather
 //! than reusing the package's own.
 
-use crate::common::repo;
+use crate::common::{repo, stderr_of, vramfit};
 use serde_json::{json, Value};
 use vramfit::pricing::platform::EnvSnapshot;
 
@@ -579,9 +579,9 @@ fn a_coefficients_argument_that_is_not_coefficients_is_refused_with_words() {
     std::fs::write(&other, "{\"format\": \"something else\"}").unwrap();
     let q = |c: Value| json!({"reserve": {"coefficients": c, "dtype": "fp16", "os": "linux", "env": {}}, "args": ["sd", "decode", 512, 512]});
     let rows = [
-        (q(json!(not_json.display().to_string())), "ValueError", "not a vramfit coefficients file"),
-        (q(json!(binary.display().to_string())), "ValueError", "not a vramfit coefficients file"),
-        (q(json!(other.display().to_string())), "ValueError", "not a vramfit coefficients file"),
+        (q(json!(not_json.display().to_string())), "ValueError", "not valid JSON"),
+        (q(json!(binary.display().to_string())), "ValueError", "not UTF-8 text"),
+        (q(json!(other.display().to_string())), "ValueError", "other.json"),
         (q(json!(dir.path().join("missing.json").display().to_string())), "ValueError", "cannot read"),
         (q(json!(dir.path().display().to_string())), "ValueError", "cannot read"),
         (q(json!(3)), "TypeError", "coefficients"),
@@ -591,7 +591,28 @@ fn a_coefficients_argument_that_is_not_coefficients_is_refused_with_words() {
     for ((call, kind, words), py) in rows.iter().zip(answers) {
         assert!(py.get("ok").is_none(), "{call} was priced: {py}");
         assert_eq!(py.get("raised").and_then(Value::as_str).unwrap_or("ValueError"), *kind, "{call}: {py}");
-        assert!(py["error"].as_str().unwrap().contains(words), "{call}: {py}");
+        let said = py["error"].as_str().unwrap();
+        assert!(said.contains(words), "{call}: {py}");
+        // A file is refused by the runtime's loader, in the words the CLI prints for it.
+        if let Some(path) = call["reserve"]["coefficients"].as_str() {
+            let out = vramfit()
+                .args([
+                    "reserve",
+                    "sd",
+                    "decode",
+                    "512x512",
+                    "--dtype",
+                    "fp16",
+                    "--os",
+                    "linux",
+                    "--coefficients",
+                    path,
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{path}");
+            assert_eq!(stderr_of(&out).lines().next(), Some(format!("error: {said}").as_str()), "{path}");
+        }
     }
     // The shipped file by path prices as the bundled copy.
     let ok = python_run(&json!([q(json!(crate::common::repo().join("fits/vae.json").display().to_string()))]));

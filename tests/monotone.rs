@@ -228,10 +228,10 @@ fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
 struct OwnRuleOnly<'a>(&'a Coefficients);
 
 impl Pricer for OwnRuleOnly<'_> {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<vramfit::pricing::Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<vramfit::pricing::Price> {
         self.0.price(q, env)
     }
-    fn quote(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<vramfit::pricing::Quote> {
+    fn quote(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<vramfit::pricing::Quote> {
         self.0.quote(q, env).map(|q| vramfit::pricing::Quote { bytes: q.own.1, rule: q.own.0, ..q })
     }
 }

@@ -97,7 +97,7 @@ fn points_with_no_os_on_an_os_specific_platform_price_every_os_as_a_lower_bound(
             })
         })
         .collect();
-    let mut child = std::process::Command::new("python3")
+    let mut child = crate::common::python()
         .arg(repo().join("tests/python/vramfit_reader.py"))
         .arg(r.join("fits/vae.json"))
         .stdin(std::process::Stdio::piped())

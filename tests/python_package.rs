@@ -1,9 +1,11 @@
-//! The Python package (`python/vramfit`) answers like the CLI: the same
-//! JSON, field for field, on thousands of generated queries (every line and
-//! every rule, each dtype, batch, tile, allocator setting and OS), and the
-//! same refusals. Run with the machine's own `python3` (the package is
-//! standard library only); `.ci/run` points `VRAMFIT_PYTHON` at a fresh
-//! virtual environment where `pip install ./python` put it.
+//! The Python package (`python/vramfit_vae`, the `vramfit-vae` wheel: the
+//! runtime crate compiled by maturin) answers like the CLI: the same JSON,
+//! field for field, on thousands of generated queries (every line and every
+//! rule, each dtype, batch, tile, allocator setting and OS), and the same
+//! refusals. `.ci/run` builds the abi3 wheel once and points
+//! `VRAMFIT_PYTHON` at a fresh virtual environment holding it; without it
+//! the tests install the package from this checkout under `target/`
+//! (`common::python`).
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -326,16 +328,7 @@ fn queries() -> Vec<Q> {
     out
 }
 
-pub(crate) fn python() -> std::process::Command {
-    match std::env::var_os("VRAMFIT_PYTHON") {
-        Some(p) => std::process::Command::new(p),
-        None => {
-            let mut c = std::process::Command::new("python3");
-            c.env("PYTHONPATH", repo().join("python"));
-            c
-        }
-    }
-}
+pub(crate) use crate::common::python;
 
 pub(crate) fn python_answers(input: &Value) -> Vec<Value> {
     python_json("agree.py", input)
@@ -434,14 +427,30 @@ fn has_any_os_platform() -> bool {
     })
 }
 
+/// The package holds no copy of the coefficients: the wheel prices with the
+/// runtime crate's compiled-in copy (`crates/vramfit-runtime/vae.json`,
+/// kept identical to `fits/vae.json` by `emit` and checked by `verify`).
 #[test]
-fn the_bundled_coefficients_are_the_shipped_file() {
-    let bundled = std::fs::read(repo().join("python/vramfit/vae.json")).unwrap();
-    let shipped = std::fs::read(coefficients_path()).unwrap();
-    assert!(
-        bundled == shipped,
-        "python/vramfit/vae.json differs from fits/vae.json: run `vramfit emit`, which writes both"
-    );
+fn the_package_carries_no_coefficients_of_its_own() {
+    let mut files = Vec::new();
+    collect(&repo().join("python"), &mut files);
+    let copies: Vec<_> = files.iter().filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    assert!(copies.is_empty(), "{copies:?}");
+}
+
+fn collect(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if name == "target" || name == "__pycache__" || name.ends_with(".egg-info") {
+            continue;
+        }
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
 }
 
 #[test]
@@ -464,7 +473,8 @@ fn the_bundled_copy_prices_like_the_embedded_one_and_says_so() {
 #[test]
 fn budget_is_the_plan_budget() {
     let script = r#"
-import json, vramfit
+import json
+import vramfit_vae as vramfit
 cases = [(10_000, "0.5", None), (10_001, "0.5", 4000), (None, 1, 77), (999, 0.9, None), (12 << 30, "1e-3", None)]
 out = []
 for free, share, cap in cases:
@@ -536,25 +546,24 @@ fn key_text(k: &Value) -> String {
         .join("/")
 }
 
+/// The Python the package ships is glue: Python 3.9 syntax, imports of the
+/// standard library and of the package's own modules only (torch is never
+/// imported: the drop-ins duck-type tensors), and outside the host drop-ins
+/// and the stubs under 400 lines, none of which prices: no refusal's words,
+/// rule label or vocabulary alias is written in it (they are the runtime's).
 #[test]
-fn the_module_is_python_3_9_and_standard_library_only() {
-    // Every module of the package: Python 3.9 syntax, and imports of the
-    // standard library or of the package's own modules only (torch, in
-    // particular, is never imported: the host drop-ins duck-type tensors).
+fn the_package_python_is_glue_over_the_runtime() {
     let script = r#"
 import ast, os, sys
 path, package = sys.argv[1], sys.argv[2]
-own = {n[:-3] for n in os.listdir(package) if n.endswith(".py")} | {
-    d for d in os.listdir(package) if os.path.isdir(os.path.join(package, d))}
-src = open(path).read()
-tree = ast.parse(src, feature_version=(3, 9))
-stdlib = {"json", "os", "re", "sys", "dataclasses", "fractions", "typing", "importlib"}
+own = {n.split(".")[0] for n in os.listdir(package)} | {"hosts"}
+tree = ast.parse(open(path).read(), feature_version=(3, 9))
+stdlib = {"json", "os", "re", "sys", "dataclasses", "fractions", "typing", "importlib", "logging", "threading"}
 for node in ast.walk(tree):
     names = []
     if isinstance(node, ast.Import):
         names = [a.name.split(".")[0] for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.level >= 1:
-        # A relative import reaches only the package itself; a module it names must be one of its files.
         assert node.module is None or node.module.split(".")[0] in own, node.module
         continue
     elif isinstance(node, ast.ImportFrom):
@@ -563,67 +572,67 @@ for node in ast.walk(tree):
         assert n in stdlib, n
 print("ok")
 "#;
-    let package = repo().join("python/vramfit");
-    let mut modules = Vec::new();
-    for dir in [package.clone(), package.join("hosts")] {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "py") {
-                modules.push(p);
+    let package = repo().join("python/vramfit_vae");
+    let mut files = Vec::new();
+    collect(&package, &mut files);
+    let modules: Vec<&PathBuf> = files.iter().filter(|p| p.extension().is_some_and(|x| x == "py")).collect();
+    assert!(modules.len() >= 4, "{modules:?}");
+    let mut glue_lines = 0;
+    for module in &modules {
+        let out =
+            std::process::Command::new("python3").args(["-c", script]).arg(module).arg(&package).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(said.trim(), "ok", "{}: {}", module.display(), String::from_utf8_lossy(&out.stderr));
+        if module.components().any(|c| c.as_os_str() == "hosts") {
+            continue;
+        }
+        let text = std::fs::read_to_string(module).unwrap();
+        glue_lines += text.lines().count();
+        // The code, less its docstrings (prose may say what a refusal says).
+        let code: String = text.split("\"\"\"").step_by(2).collect();
+        for w in vramfit::words::ALL {
+            let head = w.text.split(['{', '}']).step_by(2).max_by_key(|s| s.len()).unwrap();
+            if head.len() >= 16 {
+                assert!(!code.contains(head), "{} repeats the words of {}: {head:?}", module.display(), w.id);
             }
         }
-    }
-    assert!(modules.len() >= 6, "{modules:?}");
-    for module in modules {
-        let out =
-            std::process::Command::new("python3").args(["-c", script]).arg(&module).arg(&package).output().unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "ok",
-            "{}: {}",
-            module.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-/// The package's generated module is what the runtime's tables write now:
-/// a vocabulary, alias, rule label or refusal changed in Rust and not
-/// regenerated fails here (`VRAMFIT_UPDATE_PYTHON=1` rewrites it).
-#[test]
-fn the_generated_module_is_current() {
-    let path = repo().join(vramfit::mirror::PATH);
-    let want = vramfit::mirror::python_module();
-    if std::env::var_os("VRAMFIT_UPDATE_PYTHON").is_some() {
-        std::fs::write(&path, &want).unwrap();
-    }
-    let have = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(have == want, "{} is stale: run `VRAMFIT_UPDATE_PYTHON=1 cargo test generated` and review", path.display());
-    // The check sees a stale module: one alias dropped from the tables.
-    let stale = want.replace("\"torch.half\", ", "");
-    assert_ne!(stale, want);
-}
-
-/// The package reads every table from the generated module: none of its
-/// words is written twice in `__init__.py`.
-#[test]
-fn the_package_repeats_no_generated_table() {
-    let text = std::fs::read_to_string(repo().join("python/vramfit/__init__.py")).unwrap();
-    // The code, less its docstrings (prose may say what a refusal says).
-    let init: String = text.split("\"\"\"").step_by(2).collect();
-    for w in vramfit::words::ALL {
-        // The longest run of words between two values of each template.
-        let head = w.text.split(['{', '}']).step_by(2).max_by_key(|s| s.len()).unwrap();
-        if head.len() >= 16 {
-            assert!(!init.contains(head), "__init__.py repeats the words of {}: {head:?}", w.id);
+        for r in vramfit::pricing::Rule::ALL {
+            assert!(!code.contains(&format!("\"{}\"", r.as_str())), "{} repeats the label of {r:?}", module.display());
+        }
+        for alias in ["torch.bfloat16", "\"osx\"", "\"hip\"", "\"f16\""] {
+            assert!(!code.contains(alias), "{} repeats a vocabulary: {alias}", module.display());
         }
     }
-    for r in vramfit::pricing::Rule::ALL {
-        assert!(!init.contains(&format!("\"{}\"", r.as_str())), "__init__.py repeats the label of {r:?}");
+    assert!(glue_lines < 400, "the package's own Python is {glue_lines} lines: pricing belongs in the runtime");
+    // The stubs and the typed marker ship beside it.
+    assert!(package.join("py.typed").exists() && package.join("_native.pyi").exists());
+}
+
+/// Every function the package exports comes from the native module (the
+/// runtime), not from Python.
+#[test]
+fn the_pricer_is_the_native_module() {
+    let script = r#"
+import vramfit_vae as v
+for name in ["reserve", "plan", "budget", "load", "bundled", "allocator_of_conf"]:
+    f = getattr(v, name)
+    print(name, type(f).__name__, f.__module__)
+for name in ["Reservation", "Coefficients", "LineKey", "Budget", "Detected", "Refusal"]:
+    print(name, getattr(v, name).__module__)
+print(issubclass(v.Refusal, ValueError), sorted(v.REFUSAL_CODES))
+"#;
+    let out = python().args(["-c", script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8(out.stdout).unwrap();
+    for line in said.lines().take(6) {
+        assert!(line.ends_with("builtin_function_or_method vramfit_vae._native"), "{line}");
     }
-    for alias in ["torch.bfloat16", "\"osx\"", "\"hip\"", "\"f16\""] {
-        assert!(!init.contains(alias), "__init__.py repeats a vocabulary: {alias}");
+    for line in said.lines().skip(6).take(5) {
+        assert!(line.ends_with(" vramfit_vae"), "{line}");
     }
+    let mut codes: Vec<&str> = vramfit::error::Code::ALL.iter().map(|c| c.as_str()).collect();
+    codes.sort_unstable();
+    assert!(said.contains(&format!("True {codes:?}").replace('"', "'")), "{said}");
 }
 
 /// Every spelling the CLI accepts of a dtype, backend, allocator and OS

@@ -380,7 +380,7 @@ fn cross_check_queries() -> Vec<serde_json::Value> {
 fn python_reader_agrees_to_the_byte() {
     let queries = cross_check_queries();
     assert!(queries.len() >= 200, "{}", queries.len());
-    let mut child = std::process::Command::new("python3")
+    let mut child = python()
         .arg(repo().join("tests/python/vramfit_reader.py"))
         .arg(data_root().join("fits/vae.json"))
         .stdin(Stdio::piped())

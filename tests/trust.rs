@@ -108,14 +108,12 @@ fn every_spelling_of_the_root_gives_the_same_bytes() {
 }
 
 /// `verify` compares every shipped copy of the coefficients with
-/// `fits/vae.json`: a tampered, truncated or missing Python or runtime copy
+/// `fits/vae.json`: a tampered, truncated or missing runtime copy
 /// is a `copy` finding (exit 1), though every other check passes; `emit
 /// --check` says it is out of date, and `emit` writes it back.
 #[test]
 fn verify_finds_a_shipped_copy_that_differs() {
-    for (folder, rel) in
-        [("python/vramfit", "python/vramfit/vae.json"), ("crates/vramfit-runtime", "crates/vramfit-runtime/vae.json")]
-    {
+    for (folder, rel) in [("crates/vramfit-runtime", "crates/vramfit-runtime/vae.json")] {
         let root = traced_root();
         fs::create_dir_all(root.path().join(folder)).unwrap();
         let shipped = fs::read_to_string(root.path().join("fits/vae.json")).unwrap();

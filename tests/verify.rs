@@ -556,7 +556,7 @@ fn platform_root() -> tempfile::TempDir {
 
 struct DropBase(Coefficients);
 impl Pricer for DropBase {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let mut p = self.0.price(q, env)?;
         p.bytes -= p.base_mib.unwrap_or(0) * 1_048_576;
         Ok(p)
@@ -565,21 +565,21 @@ impl Pricer for DropBase {
 
 struct IgnoreBatch(Coefficients);
 impl Pricer for IgnoreBatch {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         self.0.price(&Query { batch: 1, ..q.clone() }, env)
     }
 }
 
 struct IgnoreAllocator(Coefficients);
 impl Pricer for IgnoreAllocator {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         self.0.price(&Query { allocator: Choice::Given(Allocator::Native), ..q.clone() }, env)
     }
 }
 
 struct IgnoreOs(Coefficients);
 impl Pricer for IgnoreOs {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         self.0.price(&Query { os: Choice::Given(Os::Linux), ..q.clone() }, env)
     }
 }
@@ -683,7 +683,7 @@ fn new_keys_since_emit_are_named() {
 /// A pricer whose unmeasured rule forgets the legacy floor.
 struct NoLegacyFloor(Coefficients);
 impl Pricer for NoLegacyFloor {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let mut p = self.0.price(q, env)?;
         if let (vramfit::pricing::Rule::LegacyFloor, Some(line)) = (p.rule, p.line_bytes) {
             p.bytes = line;
@@ -779,7 +779,7 @@ fn a_point_priced_exactly_at_its_demand_is_covered() {
 /// OS: an OS-specific key is priced by its own line only.
 struct OwnOsLineOnly(Coefficients);
 impl Pricer for OwnOsLineOnly {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let p = self.0.price(q, env)?;
         if p.rule != vramfit::pricing::Rule::AnyOsLine {
             return Ok(p);
@@ -874,7 +874,7 @@ fn quote_and_price_agree_on_every_rule() {
 /// other dtypes measured on the same platform (what vramfit did before).
 struct OtherDtypeBlind(Coefficients);
 impl Pricer for OtherDtypeBlind {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let p = self.0.price(q, env)?;
         if p.rule == vramfit::pricing::Rule::UnmeasuredRule
             && p.priced_by.as_ref().is_some_and(|k| Some(k.dtype) != q.dtype)
@@ -909,7 +909,7 @@ fn a_pricer_that_prices_an_unmeasured_dtype_below_a_measured_one_is_caught() {
 /// A pricer that forgets the output copies of a derived tile.
 struct DropCopies(Coefficients);
 impl Pricer for DropCopies {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let mut p = self.0.price(q, env)?;
         p.bytes -= p.tiled.as_ref().map_or(0, |t| t.copies_bytes);
         Ok(p)
@@ -919,7 +919,7 @@ impl Pricer for DropCopies {
 /// A pricer that prices a derived tile at the whole image's pixels.
 struct WholeImageTile(Coefficients);
 impl Pricer for WholeImageTile {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let p = self.0.price(q, env)?;
         if p.rule != vramfit::pricing::Rule::DerivedTile {
             return Ok(p);
@@ -1035,7 +1035,7 @@ fn crossval_by_tile_prices_like_reserve() {
 /// A pricer that forgets the attention phase: the line phase alone.
 struct DropAttention(Coefficients);
 impl Pricer for DropAttention {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let mut p = self.0.price(q, env)?;
         if let Some(a) = p.attention.take() {
             p.bytes = a.line_phase_bytes;
@@ -1048,7 +1048,7 @@ impl Pricer for DropAttention {
 /// A pricer that sizes a tile's attention by the whole image.
 struct WholeImageAttention(Coefficients);
 impl Pricer for WholeImageAttention {
-    fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+    fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
         let p = self.0.price(q, env)?;
         let whole = self.0.price(&Query { tile: 0, ..q.clone() }, env)?;
         match (&p.attention, &whole.attention) {
@@ -1132,10 +1132,10 @@ fn verify_catches_a_pricer_without_the_monotone_composition() {
     use vramfit::pricing::{Coefficients, Price, Pricer, Query, Quote};
     struct OwnRuleOnly(Coefficients);
     impl Pricer for OwnRuleOnly {
-        fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
             self.0.price(q, env)
         }
-        fn quote(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Quote> {
+        fn quote(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Quote> {
             self.0.quote(q, env).map(|q| Quote { bytes: q.own.1, rule: q.own.0, ..q })
         }
     }

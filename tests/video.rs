@@ -334,7 +334,7 @@ fn verify_catches_a_pricer_that_drops_the_clip_term() {
     use vramfit::pricing::{Coefficients, Price, Pricer, Query};
     struct NoClip(Coefficients);
     impl Pricer for NoClip {
-        fn price(&self, q: &Query, env: &EnvSnapshot) -> anyhow::Result<Price> {
+        fn price(&self, q: &Query, env: &EnvSnapshot) -> vramfit::error::Result<Price> {
             let mut p = self.0.price(q, env)?;
             if let Some(v) = &p.video {
                 p.bytes -= v.clip_bytes.min(p.bytes);

@@ -18,13 +18,15 @@ fn walkthrough_commands() -> Vec<Vec<String>> {
         .collect()
 }
 
-/// A checkout's data: the shipped measurements, fits and the Python
-/// package's copy, committed, as a maintainer's clone has them.
+/// A checkout's data: the shipped measurements, fits and the runtime
+/// crate's copy, committed, as a maintainer's clone has them.
 fn checkout() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&repo().join("measurements"), &dir.path().join("measurements"));
     copy_dir(&repo().join("fits"), &dir.path().join("fits"));
-    copy_dir(&repo().join("python/vramfit"), &dir.path().join("python/vramfit"));
+    fs::create_dir_all(dir.path().join("crates/vramfit-runtime")).unwrap();
+    fs::copy(repo().join("crates/vramfit-runtime/vae.json"), dir.path().join("crates/vramfit-runtime/vae.json"))
+        .unwrap();
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "shipped"]);
@@ -114,8 +116,12 @@ fn a_new_gpu_passes_the_walkthrough_and_every_data_check() {
     let (before_line, after_line) = (line_of(&shipped, &moved_key).unwrap(), line_of(&after, &moved_key).unwrap());
     assert_eq!((&before_line["slope"], &before_line["base_mib"]), (&after_line["slope"], &after_line["base_mib"]));
     assert_eq!(after_line["points"].as_u64().unwrap(), before_line["points"].as_u64().unwrap() + 1);
-    // The Python package's copy is the new file, and an independent refit agrees with it.
-    assert_eq!(fs::read(r.join("python/vramfit/vae.json")).unwrap(), fs::read(r.join("fits/vae.json")).unwrap());
+    // The runtime crate's copy (what the crate and the wheel compile in) is the new file, and an independent
+    // refit agrees with it.
+    assert_eq!(
+        fs::read(r.join("crates/vramfit-runtime/vae.json")).unwrap(),
+        fs::read(r.join("fits/vae.json")).unwrap()
+    );
     let refit = Process::new("python3").arg(repo().join("tests/python/vramfit_refit.py")).arg(r).output().unwrap();
     assert!(refit.status.success(), "{}", String::from_utf8_lossy(&refit.stderr));
     let py: serde_json::Value = serde_json::from_slice(&refit.stdout).unwrap();

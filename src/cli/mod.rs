@@ -157,7 +157,7 @@ where
 /// file (a flag out of range) is an annotation on none.
 fn error_annotation(e: &anyhow::Error, message: &str) -> String {
     let title = "vramfit: input error";
-    let Some(place) = crate::places::InputError::of(e) else {
+    let Some(place) = crate::places::input_of(e) else {
         return crate::report::annotation_without_file("error", title, message);
     };
     let line = place.line.or_else(|| {

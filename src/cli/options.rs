@@ -178,7 +178,7 @@ pub(super) fn diff_options(a: DiffArgs, root: &Path) -> anyhow::Result<(DiffOpti
     let sizes = if a.sizes.is_empty() {
         crate::diff::DEFAULT_SIZES.to_vec()
     } else {
-        a.sizes.iter().map(|s| crate::units::parse_size(s)).collect::<anyhow::Result<_>>()?
+        a.sizes.iter().map(|s| crate::units::parse_size(s)).collect::<Result<_, _>>()?
     };
     let opts = DiffOptions {
         before: SideSpec::parse(a.before.as_deref().unwrap_or("git:HEAD")),

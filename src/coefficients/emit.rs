@@ -55,10 +55,10 @@ pub struct EmitReport {
     pub changed_at: u64,
 }
 
-/// A shipped copy of `fits/vae.json` (the Python package's
-/// `python/vramfit/vae.json`, the runtime crate's
-/// `crates/vramfit-runtime/vae.json`): one source of truth, so `emit`
-/// writes them all and `--check` fails while one differs.
+/// A shipped copy of `fits/vae.json` (the runtime crate's
+/// `crates/vramfit-runtime/vae.json`, compiled into the crate and the
+/// Python wheel): one source of truth, so `emit` writes it too and
+/// `--check` fails while it differs.
 #[derive(Debug, Clone, Serialize)]
 pub struct BundledCopy {
     /// Its path, as shown.

@@ -153,13 +153,13 @@ fn local_copy_note(source: &CoefficientSource) -> Vec<Note> {
 /// A query that fails on the compiled-in copy while the folder's file
 /// differs says so in its error, since that file may be what the user meant
 /// (a model or a key emitted since this vramfit was built).
-fn or_local_copy<T>(source: &CoefficientSource, result: Result<T>) -> Result<T> {
-    result.map_err(|e| match local_copy_differs(source) {
-        Some(local) => e.context(format!(
+fn or_local_copy<T, E: Into<anyhow::Error>>(source: &CoefficientSource, result: Result<T, E>) -> Result<T> {
+    result.map_err(|e| match (e.into(), local_copy_differs(source)) {
+        (e, Some(local)) => e.context(format!(
             "priced with the compiled-in coefficients, and {} here differs from them (`--root .` prices with it)",
             local.display()
         )),
-        None => e,
+        (e, None) => e,
     })
 }
 

@@ -68,7 +68,7 @@ fn plan(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Plan> {
         Work::Vae(q) => {
             let c = q.source.load()?;
             let tiles = c.file.tiles.clone();
-            plan::vae(&c, &q.query()?, env, &budget, &tiles)
+            Ok(plan::vae(&c, &q.query()?, env, &budget, &tiles)?)
         }
         Work::Canvas { size: (width, height), frames, upscale, channels, transient } => {
             let frames = frames.ok_or_else(|| anyhow::anyhow!("plan canvas needs --frames N"))?;
@@ -83,7 +83,7 @@ fn plan(opts: &PlanOptions, env: &EnvSnapshot) -> Result<Plan> {
                 frames,
                 transient: *transient,
             };
-            plan::canvas(&c, &budget)
+            Ok(plan::canvas(&c, &budget)?)
         }
     }
 }

@@ -97,7 +97,7 @@ fn at_revision(ws: &Workspace, rev: &str) -> Result<Coefficients> {
     }
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("git:{rev}: fits/vae.json is not UTF-8"))?;
     let name = format!("fits/vae.json at {rev}");
-    Coefficients::new(coefficients::parse(&text, &name)?, name)
+    Ok(Coefficients::new(coefficients::parse(&text, &name)?, name)?)
 }
 
 fn shown(p: &Path) -> String {

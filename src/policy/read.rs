@@ -272,7 +272,7 @@ mod tests {
         let text = "margin = \"0.05\"\n[[carry]]\nvae = \"sd\"\nop = \"decode\"\nconv_backend = \"cudnn\"\n\
                     allocator = \"native\"\nos = \"linux\"\ndtype = \"fp17\"\n";
         let e = parse(text, "p.toml").unwrap_err();
-        let placed = InputError::of(&e).unwrap();
+        let placed = crate::places::input_of(&e).unwrap();
         assert_eq!(placed.line, Some(8), "{e}");
         assert_eq!(placed.field.as_deref(), Some("carry[1].dtype"));
         assert!(e.to_string().starts_with("p.toml:8: carry[1].dtype: unknown dtype 'fp17'"), "{e}");

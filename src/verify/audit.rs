@@ -52,7 +52,7 @@ fn audit_unplaced(root: &Path, make: &dyn Fn(Coefficients) -> Box<dyn Pricer>) -
                     crate::par::drop_later((inp, file), items);
                     report
                 }
-                Err(e) => super::unloadable(&inp, &coefficients::read_json(&text, &shown)?, &e),
+                Err(e) => super::unloadable(&inp, &coefficients::read_json(&text, &shown)?, &e.into()),
             }
         }
     }
@@ -114,5 +114,5 @@ fn read_shipped(path: &Path, shown: &str) -> Result<Shipped> {
     if let Some(m) = coefficients::version_mismatch(&raw, shown) {
         return Ok(Shipped::OtherVersion(m));
     }
-    Ok(Shipped::Unloadable(raw, error))
+    Ok(Shipped::Unloadable(raw, error.into()))
 }

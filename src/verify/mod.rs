@@ -74,7 +74,7 @@ pub(crate) struct PricingCtx<'a> {
 
 /// What a pricing that a check refused gave, as a finding shows it:
 /// `N B by the RULE`, or the error.
-pub(crate) fn quoted(got: &Result<crate::pricing::Quote>) -> String {
+pub(crate) fn quoted(got: &crate::error::Result<crate::pricing::Quote>) -> String {
     match got {
         Ok(q) => format!("{} B by the {}", q.bytes, q.rule.as_str()),
         Err(e) => format!("error: {e:#}"),

@@ -217,3 +217,72 @@ pub fn crossval_misses(j: &serde_json::Value) -> Vec<&serde_json::Value> {
         .filter(|p| p["covered"] == false)
         .collect()
 }
+
+/// The Python that has the `vramfit-vae` package installed, to run
+/// `tests/python/*.py` with: `VRAMFIT_PYTHON` where set (CI points it at a
+/// fresh virtual environment holding the wheel it built), else a virtual
+/// environment under `target/` where `pip install ./python` built the
+/// package from this checkout, re-installed only when a file the wheel is
+/// built from changed since.
+pub fn python() -> std::process::Command {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let path = PYTHON.get_or_init(|| match std::env::var_os("VRAMFIT_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => local_python(),
+    });
+    std::process::Command::new(path)
+}
+
+fn local_python() -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let repo = repo();
+    let venv = repo.join("target/vramfit-python-tests");
+    let bin = if cfg!(windows) { venv.join("Scripts/python.exe") } else { venv.join("bin/python") };
+    let mut files = Vec::new();
+    for dir in ["python", "crates/vramfit-python", "crates/vramfit-runtime"] {
+        collect_files(&repo.join(dir), &mut files);
+    }
+    files.push(repo.join("Cargo.lock"));
+    files.sort();
+    let mut h = Sha256::new();
+    for f in &files {
+        h.update(f.strip_prefix(&repo).unwrap().to_string_lossy().as_bytes());
+        h.update(fs::read(f).unwrap_or_default());
+    }
+    let stamp: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let stamp_file = venv.join("built-from");
+    if bin.exists() && fs::read_to_string(&stamp_file).is_ok_and(|s| s == stamp) {
+        return bin;
+    }
+    let run = |cmd: &mut std::process::Command, what: &str| {
+        let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(out.status.success(), "{what} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    };
+    if !bin.exists() {
+        run(std::process::Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv");
+    }
+    run(
+        std::process::Command::new(&bin)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .arg(repo.join("python")),
+        "pip install ./python (the tests' own environment; set VRAMFIT_PYTHON to use another)",
+    );
+    fs::write(&stamp_file, stamp).unwrap();
+    bin
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name == "target" || name == "__pycache__" || name.to_string_lossy().ends_with(".egg-info") {
+            continue;
+        }
+        if p.is_dir() {
+            collect_files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}

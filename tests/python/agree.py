@@ -12,7 +12,7 @@ itself was refused).
 import json
 import sys
 
-import vramfit
+import vramfit_vae as vramfit
 
 loaded = {}
 answers = []

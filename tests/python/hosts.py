@@ -21,8 +21,8 @@ import json
 import sys
 import types
 
-import vramfit
-from vramfit.hosts import comfyui, invokeai
+import vramfit_vae as vramfit
+from vramfit_vae.hosts import comfyui, invokeai
 
 
 class Tensor:

@@ -4,8 +4,9 @@ registered family, platform and dtype, each grown in one input (width,
 height, batch, frames, spatial tile, temporal tile); no price may fall.
 
 Usage: monotone.py COEFFICIENTS_JSON SEED CASES [own]. With `own`, each
-request is priced by its own rules alone (no monotone composition): the
-mistake the property must catch. Prints one JSON object:
+request takes the price its own rules alone give (the answer's
+`lifted.own_bytes`: no monotone composition): the mistake the property
+must catch. Prints one JSON object:
 {"compared": N, "inversions": [the first few, each naming both requests]}.
 """
 
@@ -13,7 +14,7 @@ import json
 import random
 import sys
 
-import vramfit
+import vramfit_vae as vramfit
 
 path, seed, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 own_only = sys.argv[4:] == ["own"]
@@ -84,8 +85,9 @@ def price(q):
     model, op, w, h = kw.pop("model"), kw.pop("op"), kw.pop("width"), kw.pop("height")
     try:
         if own_only:
-            fr, tl, tt = kw.pop("frames", 1), kw.pop("tile", 0), kw.pop("temporal_tile", None)
-            return c._reserve_one(model, op, w, h, env={}, frames=fr, tile=tl, temporal_tile=tt, **kw).bytes
+            # The query's own rule, as the answer names it where a smaller request set the price.
+            r = c.reserve(model, op, w, h, env={}, warm=True, **kw)
+            return r.lifted["own_bytes"] if r.lifted else r.bytes
         return c.reserve(model, op, w, h, env={}, **kw).bytes
     except ValueError:
         return None

@@ -7,7 +7,7 @@ the call is accepted, or {"crash": "Type: message"} for any other exception
 import json
 import sys
 
-import vramfit
+import vramfit_vae as vramfit
 
 table = json.load(open(sys.argv[1], encoding="utf-8"))
 out = []

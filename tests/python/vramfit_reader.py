@@ -6,19 +6,15 @@ Each query: {"vae", "op", "tile", "width", "height", "batch", "dtype",
 "loaded_dtype", "conv_backend", "allocator", "os"} with the allocator and
 OS given. Each answer: {"bytes", "rule", "weight_growth_bytes"}.
 
-The pricing itself is the package's (python/vramfit), the one Python apps
-import; this file only adapts the cross-checks' query format to it.
+The pricing itself is the package's (the vramfit-vae wheel, the runtime
+crate compiled), the one Python apps import; this file only adapts the
+cross-checks' query format to it.
 """
 
 import json
-import os
 import sys
 
-try:
-    import vramfit
-except ImportError:  # not installed: the package in this checkout
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    import vramfit
+import vramfit_vae as vramfit
 
 
 def main():

@@ -381,6 +381,20 @@ pub fn exact_decimal(r: &Ratio) -> String {
     r.to_fraction_string()
 }
 
+// The runtime's error from exact arithmetic's, here because `error` is the
+// floor below this module.
+impl From<Overflow> for crate::error::Error {
+    fn from(e: Overflow) -> crate::error::Error {
+        crate::error::Error::new(crate::error::Code::Overflow, e.to_string())
+    }
+}
+
+impl From<DecimalError> for crate::error::Error {
+    fn from(e: DecimalError) -> crate::error::Error {
+        crate::error::Error::refused(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! What a runtime reads: a bounded text file, a path as people see it, and
 //! whether a value serialises to exactly the bytes of a file.
 
-use anyhow::{Context, Result};
+use crate::error::{Code, Error, Result};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,8 @@ pub struct Bounded {
 
 impl Bounded {
     pub fn open(path: &Path, limit: u64) -> Result<Bounded> {
-        let inner = fs::File::open(path).with_context(|| format!("{}: cannot read file", path.display()))?;
+        let inner = fs::File::open(path)
+            .map_err(|e| Error::new(Code::File, format!("{}: cannot read file: {e}", path.display())))?;
         Ok(Bounded { inner, left: limit, limit, path: path.to_path_buf() })
     }
 }
@@ -52,8 +53,8 @@ impl std::io::Read for Bounded {
 pub fn read_text(path: &Path) -> Result<String> {
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut Bounded::open(path, TEXT_LIMIT)?, &mut bytes)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read file: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8 text ({e})", path.display()))
+        .map_err(|e| Error::new(Code::File, format!("{}: cannot read file: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|e| Error::new(Code::File, format!("{}: not UTF-8 text ({e})", path.display())))
 }
 
 /// Whether `value` serialises, as [`to_json_bytes`] writes it, to exactly
@@ -78,7 +79,7 @@ pub fn writes_exactly<T: serde::Serialize>(value: &T, bytes: &[u8]) -> Result<bo
         }
     }
     let mut c = Compare { rest: bytes, same: true };
-    serde_json::to_writer_pretty(&mut c, value)?;
+    serde_json::to_writer_pretty(&mut c, value).map_err(|e| Error::new(Code::File, e.to_string()))?;
     Ok(c.same && c.rest == b"\n")
 }
 
@@ -88,60 +89,5 @@ pub fn shown(p: &Path) -> String {
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
-/// An input error and where it lies, as data: the file, the line
-/// (1-based) where one is known, the stored point it names, the field.
-/// It shows as its words, which name the place as people read it; the CLI
-/// makes a GitHub annotation from the data, never from the words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError {
-    pub file: String,
-    pub line: Option<u64>,
-    /// The id of the stored point at fault (its line is looked up in the store).
-    pub point: Option<String>,
-    /// The field, column or policy entry at fault.
-    pub field: Option<String>,
-    pub words: String,
-}
-
-impl InputError {
-    /// An error in `file` (at `line` where known), in these words.
-    pub fn new(file: impl AsRef<str>, line: Option<u64>, words: impl Into<String>) -> InputError {
-        InputError { file: file.as_ref().to_string(), line, point: None, field: None, words: words.into() }
-    }
-
-    /// `FILE:LINE: what`, at that line.
-    pub fn at_line<L: TryInto<u64>>(file: impl AsRef<str>, line: L, what: impl std::fmt::Display) -> InputError {
-        let file = file.as_ref();
-        let line = line.try_into().unwrap_or(u64::MAX);
-        InputError::new(file, Some(line), format!("{file}:{line}: {what}"))
-    }
-
-    /// `FILE: what`, in the file.
-    pub fn in_file(file: impl AsRef<str>, what: impl std::fmt::Display) -> InputError {
-        let file = file.as_ref();
-        InputError::new(file, None, format!("{file}: {what}"))
-    }
-
-    pub fn field(mut self, field: &str) -> InputError {
-        self.field = Some(field.to_string());
-        self
-    }
-
-    pub fn point(mut self, id: &str) -> InputError {
-        self.point = Some(id.to_string());
-        self
-    }
-
-    /// The input error an error is or wraps, if any.
-    pub fn of(e: &anyhow::Error) -> Option<&InputError> {
-        e.chain().find_map(|c| c.downcast_ref::<InputError>())
-    }
-}
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.words)
-    }
-}
-
-impl std::error::Error for InputError {}
+/// The input error type lives with the runtime's error (`crate::error`).
+pub use crate::error::InputError;

@@ -11,10 +11,13 @@
 //! `cargo tree` of this crate names none of the CLI's.
 
 pub mod contract;
+pub mod error;
 pub mod exact;
 pub mod io;
+pub mod plan;
 pub mod pricing;
 pub mod registry;
 pub mod text;
+pub mod units;
 pub mod vocab;
 pub mod words;

@@ -278,6 +278,13 @@ pub fn parse_tiles(text: &str) -> Option<(u32, Option<u32>)> {
     }
 }
 
+/// A spelling no vocabulary knows is a refusal of the query.
+impl From<UnknownSpelling> for crate::error::Error {
+    fn from(e: UnknownSpelling) -> crate::error::Error {
+        crate::error::Error::refused(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

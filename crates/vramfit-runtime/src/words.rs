@@ -1,9 +1,6 @@
 //! The words of every refusal a query can meet, said the same by the CLI
-//! and the Python package: one template each, with `{name}` where a value
-//! goes. The package's copy is generated from [`ALL`] into
-//! `python/vramfit/_generated.py` (a test fails when it is stale), so the
-//! two cannot drift apart; the package fills a template with Python's
-//! `str.format`, which reads `{name}` the same way.
+//! and the Python package (which is this crate compiled, so there is one
+//! copy): one template each, with `{name}` where a value goes.
 
 use std::fmt::{Display, Write};
 

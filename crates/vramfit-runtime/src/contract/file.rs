@@ -3,10 +3,10 @@
 
 use super::key::LineKey;
 use super::rules::{AllocatorDefault, Attention, Legacy, OsSpecific, Tiling};
+use crate::error::Result;
 use crate::exact::Ratio;
 use crate::registry::VaeEntry;
 use crate::vocab::{Allocator, ConvBackend, Os};
-use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -230,12 +230,13 @@ pub struct Digests {
 impl ShippedLine {
     /// The shipped slope in hundredths of a byte per pixel.
     pub fn slope_centi(&self) -> Result<u64> {
-        let r = crate::exact::parse_decimal(&self.slope).map_err(|e| anyhow!("line {}: slope: {e}", self.key))?;
+        let r = crate::exact::parse_decimal(&self.slope)
+            .map_err(|e| crate::error::refused!("line {}: slope: {e}", self.key))?;
         let c = r.checked_mul(Ratio::int(100))?;
         if c.den() != 1 {
-            bail!("line {}: slope '{}' has more than two decimals", self.key, self.slope);
+            crate::error::refuse!("line {}: slope '{}' has more than two decimals", self.key, self.slope);
         }
-        u64::try_from(c.num()).map_err(|_| anyhow!("line {}: slope too large", self.key))
+        u64::try_from(c.num()).map_err(|_| crate::error::refused!("line {}: slope too large", self.key))
     }
 
     /// The unrounded envelope, when the file has one.

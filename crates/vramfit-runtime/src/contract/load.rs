@@ -4,9 +4,9 @@
 
 use super::fields;
 use super::file::{CoefficientsFile, LineKind, FORMAT, VERSION};
+use crate::error::{Code, Error, Result};
 use crate::exact::{Ratio, MIB};
 use crate::io::InputError;
-use anyhow::{anyhow, bail, Result};
 use std::path::Path;
 
 /// `Some(message)` when a file is valid JSON of another format or version.
@@ -19,7 +19,8 @@ pub fn version_mismatch(raw: &serde_json::Value, file: &str) -> Option<String> {
 
 /// The file's text as JSON, read once; an error names the line.
 pub fn read_json(text: &str, file: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))
+    serde_json::from_str(text)
+        .map_err(|e| Error::from(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))
 }
 
 /// Parses a shipped file strictly: the right format and version, every
@@ -45,12 +46,12 @@ pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
 /// [`parse`] for a caller that has already read the text as JSON (`raw`).
 pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<CoefficientsFile> {
     if let Some(m) = version_mismatch(raw, file) {
-        bail!("{m} (re-run `vramfit emit` with this version)");
+        crate::error::refuse!("{m} (re-run `vramfit emit` with this version)");
     }
     // From the text, not from `raw`, so a type error names its line.
     let typed: CoefficientsFile =
-        serde_json::from_str(text).map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("{e}"))))?;
-    let canonical = serde_json::to_value(&typed)?;
+        serde_json::from_str(text).map_err(|e| Error::from(InputError::at_line(file, e.line(), format!("{e}"))))?;
+    let canonical = serde_json::to_value(&typed).map_err(|e| Error::new(Code::File, format!("{file}: {e}")))?;
     if let Some(d) = fields::first_difference(&canonical, raw) {
         let what = match (&d.expected, &d.found) {
             _ if d.path.ends_with(']') => "a line key not in canonical form (the seven key fields as `emit` \
@@ -65,7 +66,7 @@ pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<Coe
             (_, None) => "missing field".to_string(),
             (e, f) => format!("{} is not in canonical form (expected {})", fields::show(f), fields::show(e)),
         };
-        bail!(InputError::in_file(file, format!("{}: {what}", d.path)));
+        crate::error::refuse!(InputError::in_file(file, format!("{}: {what}", d.path)));
     }
     validate(&typed, file)?;
     Ok(typed)
@@ -77,34 +78,38 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     for l in &f.lines {
         let at = LinePlace { file, line: format!("lines[{}]", l.key) };
         if !keys.insert(l.key.clone()) {
-            bail!(at.error("the line appears twice"));
+            crate::error::refuse!(at.error("the line appears twice"));
         }
         if l.kind == LineKind::Insufficient {
-            bail!(at.error("kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)"));
+            crate::error::refuse!(
+                at.error("kind: a shipped line is fitted or carried (too-thin keys belong in `insufficient`)")
+            );
         }
-        l.slope_centi().map_err(|e| anyhow!(at.error(format!("slope: {e}"))))?;
+        l.slope_centi().map_err(|e| crate::error::refused!(at.error(format!("slope: {e}"))))?;
         if l.base_mib.checked_mul(MIB).is_none_or(|b| b > crate::exact::MAX_BYTES) {
-            bail!(at.error(format!("base_mib: {} is too large", l.base_mib)));
+            crate::error::refuse!(at.error(format!("base_mib: {} is too large", l.base_mib)));
         }
         if let Some([lo, hi]) = l.size_range {
             if lo == 0 || lo > hi {
-                bail!(at.error(format!("size_range: [{lo}, {hi}] is not a range of positive sizes")));
+                crate::error::refuse!(at.error(format!("size_range: [{lo}, {hi}] is not a range of positive sizes")));
             }
         }
         if l.points != l.point_ids.len() {
-            bail!(at.error(format!("points: {} but point_ids lists {}", l.points, l.point_ids.len())));
+            crate::error::refuse!(at.error(format!("points: {} but point_ids lists {}", l.points, l.point_ids.len())));
         }
         if l.kind == LineKind::Fitted && (l.envelope_values().is_none() || l.size_range.is_none()) {
-            bail!(at.error("envelope: a fitted line carries its exact envelope and measured size range"));
+            crate::error::refuse!(
+                at.error("envelope: a fitted line carries its exact envelope and measured size range")
+            );
         }
     }
     for l in &f.insufficient {
         if !keys.insert(l.key.clone()) {
-            bail!(InputError::in_file(file, format!("insufficient[{}]: the key appears twice", l.key)));
+            crate::error::refuse!(InputError::in_file(file, format!("insufficient[{}]: the key appears twice", l.key)));
         }
     }
     if f.unmeasured.rule != super::rules::UNMEASURED_RULE {
-        bail!(InputError::in_file(
+        crate::error::refuse!(InputError::in_file(
             file,
             format!(
                 "unmeasured.rule: '{}' is not a rule this vramfit implements ({})",
@@ -114,28 +119,31 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
         ));
     }
     if f.ratio_bound.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Less || f.margin.is_negative() {
-        bail!(InputError::in_file(
+        crate::error::refuse!(InputError::in_file(
             file,
             "margin / ratio_bound: the margin is at least 0 and the ratio bound at least 1"
         ));
     }
     let mut tiles = std::collections::BTreeSet::new();
     if let Some(t) = f.tiles.iter().find(|t| **t == 0 || !tiles.insert(**t)) {
-        bail!(InputError::in_file(file, format!("tiles: {t} is zero or listed twice")));
+        crate::error::refuse!(InputError::in_file(file, format!("tiles: {t} is zero or listed twice")));
     }
     if let Some(t) = &f.tiling {
         if !t.hosts.contains_key(&t.default_host) {
-            bail!(InputError::in_file(
+            crate::error::refuse!(InputError::in_file(
                 file,
                 format!("tiling.default_host: '{}' is not one of tiling.hosts", t.default_host)
             ));
         }
         if let Some((name, _)) = t.hosts.iter().find(|(_, h)| h.copies.is_negative()) {
-            bail!(InputError::in_file(file, format!("tiling.hosts.{name}.copies: a count of copies is at least 0")));
+            crate::error::refuse!(InputError::in_file(
+                file,
+                format!("tiling.hosts.{name}.copies: a count of copies is at least 0")
+            ));
         }
     }
     if let Some(p) = f.attention.iter().flat_map(|a| &a.platforms).find(|p| !p.bytes_per_score.is_positive()) {
-        bail!(InputError::in_file(
+        crate::error::refuse!(InputError::in_file(
             file,
             format!(
                 "attention.platforms[{}].bytes_per_score: more than 0 (0 would silently remove the phase)",
@@ -147,7 +155,10 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     for (family, entry) in &f.registry {
         for name in std::iter::once(family).chain(&entry.models) {
             if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
-                bail!(InputError::in_file(file, format!("registry: '{name}' names both '{other}' and '{family}'")));
+                crate::error::refuse!(InputError::in_file(
+                    file,
+                    format!("registry: '{name}' names both '{other}' and '{family}'")
+                ));
             }
         }
     }

@@ -2,7 +2,7 @@
 //! contract"): the types of the shipped coefficients file and the formulas
 //! a runtime prices with them. `pricing` builds its answers from this
 //! module alone (with the ground floor's vocabularies and exact numbers);
-//! the Python package (`python/vramfit`) mirrors it. The maintainer's side
+//! the Python package is this crate compiled (`crates/vramfit-python`). The maintainer's side
 //! (`points`, `policy`, `lines`, `coefficients`) re-exports what it shares
 //! from here, so one type has one home.
 

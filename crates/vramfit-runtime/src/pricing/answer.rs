@@ -5,8 +5,8 @@
 
 use super::platform::{AllocatorWhy, Detected, EnvSnapshot};
 use crate::contract::LineKey;
+use crate::error::Result;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
-use anyhow::Result;
 use serde::Serialize;
 
 /// A choice the user may leave to detection.

@@ -4,7 +4,7 @@
 
 use super::{AttentionTerms, Coefficients, Query, Rule};
 use crate::contract::LineKey;
-use anyhow::Result;
+use crate::error::Result;
 
 impl Coefficients {
     /// The attention phase of a query on a math-kernel platform, for a

@@ -5,9 +5,9 @@
 
 use super::{too_large, Query, Rule};
 use crate::contract::{reserve_bytes, CoefficientsFile, LineKey};
+use crate::error::Result;
 use crate::registry::Registry;
 use crate::vocab::{Dtype, Op, Os};
-use anyhow::{anyhow, bail, Result};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -96,7 +96,7 @@ impl Coefficients {
                 devices: l.devices.clone(),
             };
             if sorted.insert(&l.key, coef).is_some() {
-                bail!("{source}: line {} appears twice", l.key);
+                crate::error::refuse!("{source}: line {} appears twice", l.key);
             }
         }
         let registry = Registry(file.registry.clone());
@@ -176,7 +176,7 @@ impl Coefficients {
                 }
                 None => crate::words::UNKNOWN_MODEL.fill(&[("name", &name), ("known", &self.registry().describe())]),
             };
-            anyhow!(words)
+            crate::error::refused!(words)
         })
     }
 

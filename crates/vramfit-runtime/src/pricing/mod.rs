@@ -22,10 +22,10 @@ pub use answer::{
 };
 
 use crate::contract::{is_os_specific, LineKey};
+use crate::error::{Error, Result};
 use crate::exact::MIB;
 use crate::vocab::{Dtype, Os};
 use crate::words;
-use anyhow::{anyhow, bail, Result};
 use attention::AttnOn;
 pub use index::{Coefficients, LineCoef, TILE_STEP};
 use platform::{choose_allocator, detect_os, Detected, EnvSnapshot};
@@ -34,23 +34,11 @@ use tiled::TileOn;
 pub use video::measured_here;
 
 /// A figure past what 64 bits of bytes hold: the request is too large to
-/// price. Typed, because the monotone composition tells it apart from a
-/// smaller request no rule can price: a request that contains one too
-/// large to price is too large itself.
-#[derive(Debug)]
-pub struct TooLarge(pub String);
-
-impl std::fmt::Display for TooLarge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for TooLarge {}
-
-/// A [`TooLarge`] error with these words.
-pub(crate) fn too_large(words: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(TooLarge(words.into()))
+/// price. Its own code, because the monotone composition tells it apart
+/// from a smaller request no rule can price: a request that contains one
+/// too large to price is too large itself.
+pub(crate) fn too_large(words: impl Into<String>) -> Error {
+    Error::too_large(words)
 }
 
 impl Coefficients {
@@ -58,11 +46,15 @@ impl Coefficients {
     fn run_dtype(&self, q: &Query, family: &str) -> Result<Detected<Dtype>> {
         if let Some(f) = q.fp32 {
             if !self.registry.0.get(family).is_some_and(|e| e.fp32_switch) {
-                bail!(words::FP32_SWITCH.fill(&[("family", &family)]));
+                crate::error::refuse!(words::FP32_SWITCH.fill(&[("family", &family)]));
             }
             let by_switch = if f { Dtype::Fp32 } else { Dtype::Fp16 };
             if let Some(d) = q.dtype.filter(|d| *d != by_switch) {
-                bail!(words::DTYPE_CONTRADICTS_FP32.fill(&[("dtype", &d), ("fp32", &f), ("runs", &by_switch)]));
+                crate::error::refuse!(words::DTYPE_CONTRADICTS_FP32.fill(&[
+                    ("dtype", &d),
+                    ("fp32", &f),
+                    ("runs", &by_switch)
+                ]));
             }
             return Ok(Detected { value: by_switch, from: format!("fp32 = {f} (SD node rule)").into() });
         }
@@ -72,7 +64,7 @@ impl Coefficients {
         if let Some(d) = q.loaded_dtype {
             return Ok(Detected { value: d, from: "the loaded dtype".into() });
         }
-        bail!(words::NO_DTYPE.text)
+        crate::error::refuse!(words::NO_DTYPE.text)
     }
 
     /// The tile that prices a query: a tile at least as large as both sides
@@ -85,7 +77,7 @@ impl Coefficients {
             return Ok(0);
         }
         if !q.tile.is_multiple_of(TILE_STEP) {
-            bail!(words::TILE_STEP.fill(&[
+            crate::error::refuse!(words::TILE_STEP.fill(&[
                 ("tile", &q.tile),
                 ("step", &TILE_STEP),
                 ("below", &(q.tile / TILE_STEP * TILE_STEP)),
@@ -107,7 +99,7 @@ impl Coefficients {
         let run = self.run_dtype(q, family)?;
         let os = match q.os {
             Choice::Given(o) => Detected { value: o, from: "flag".into() },
-            Choice::Auto => detect_os(env).ok_or_else(|| anyhow!(words::NO_OS.text))?,
+            Choice::Auto => detect_os(env).ok_or_else(|| crate::error::refused!(words::NO_OS.text))?,
         };
         let allocator = match q.allocator {
             Choice::Given(a) => ChosenAllocator { value: a, why: None },
@@ -143,19 +135,23 @@ impl Coefficients {
     fn temporal_tile(&self, q: &Query, family: &str) -> Result<Option<u32>> {
         let Some(facts) = self.registry.video(family) else {
             if q.frames != 1 {
-                bail!(words::IMAGE_FRAMES.fill(&[("frames", &q.frames), ("family", &family)]));
+                crate::error::refuse!(words::IMAGE_FRAMES.fill(&[("frames", &q.frames), ("family", &family)]));
             }
             if let Some(t @ 1..) = q.temporal_tile {
-                bail!(words::IMAGE_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]));
+                crate::error::refuse!(words::IMAGE_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]));
             }
             return Ok(None);
         };
         match (facts.walk, q.temporal_tile) {
             (crate::registry::Walk::Causal, Some(t @ 1..)) => {
-                bail!(words::CAUSAL_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family), ("frames", &facts.frames)]))
+                crate::error::refuse!(words::CAUSAL_TEMPORAL_TILE.fill(&[
+                    ("tt", &t),
+                    ("family", &family),
+                    ("frames", &facts.frames)
+                ]))
             }
             (crate::registry::Walk::All, Some(t @ 1..)) => {
-                bail!(words::WHOLE_CLIP_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]))
+                crate::error::refuse!(words::WHOLE_CLIP_TEMPORAL_TILE.fill(&[("tt", &t), ("family", &family)]))
             }
             _ => {}
         }
@@ -167,7 +163,11 @@ impl Coefficients {
             return Ok(0);
         }
         let params = self.file.registry.get(family).and_then(|e| e.params).ok_or_else(|| {
-            anyhow!(words::NO_WEIGHT_COUNT.fill(&[("loaded", &loaded), ("run", &run), ("family", &family)]))
+            crate::error::refused!(words::NO_WEIGHT_COUNT.fill(&[
+                ("loaded", &loaded),
+                ("run", &run),
+                ("family", &family)
+            ]))
         })?;
         params
             .checked_mul(run.elem_bytes() - loaded.elem_bytes())
@@ -188,9 +188,9 @@ impl Coefficients {
     pub fn price_legacy(&self, q: &Query, env: &EnvSnapshot) -> Result<Price> {
         let Resolved { key, run, allocator, os } = self.resolve(q, env)?;
         let pixels = pixels(q)?;
-        let bytes = self
-            .legacy_at(&key, legacy::Shape::of(q))
-            .ok_or_else(|| anyhow!("the legacy table has no value for {key} (no element size for {})", key.dtype))?;
+        let bytes = self.legacy_at(&key, legacy::Shape::of(q)).ok_or_else(|| {
+            crate::error::refused!("the legacy table has no value for {key} (no element size for {})", key.dtype)
+        })?;
         Ok(Price {
             bytes,
             mib: bytes.div_ceil(MIB),
@@ -252,7 +252,7 @@ fn covers_warning(t: u32, q: &Query) -> String {
 
 fn pixels(q: &Query) -> Result<u64> {
     if q.width == 0 || q.height == 0 || q.batch == 0 {
-        bail!("width, height and batch must be positive");
+        crate::error::refuse!("width, height and batch must be positive");
     }
     crate::exact::pixels(q.width, q.height, q.batch).ok_or_else(|| {
         too_large(words::TOO_LARGE.fill(&[("width", &q.width), ("height", &q.height), ("batch", &q.batch)]))

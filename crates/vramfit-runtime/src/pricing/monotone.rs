@@ -22,8 +22,8 @@
 use super::answer::Lifted;
 use super::platform::EnvSnapshot;
 use super::{Coefficients, Query, Settled, TILE_STEP};
+use crate::error::Result;
 use crate::registry::VideoFacts;
-use anyhow::Result;
 
 impl Coefficients {
     /// A query priced by its own rules, then raised to the price of the
@@ -37,7 +37,7 @@ impl Coefficients {
             // price makes the query too large too.
             let s = match self.settle_one(&corner, env) {
                 Ok(s) => s,
-                Err(e) if e.is::<super::TooLarge>() => {
+                Err(e) if e.code() == crate::error::Code::TooLarge => {
                     let at: [(&str, &dyn std::fmt::Display); 4] =
                         [("width", &q.width), ("height", &q.height), ("batch", &q.batch), ("error", &e)];
                     return Err(super::too_large(crate::words::CONTAINS_TOO_LARGE.fill(&at)));

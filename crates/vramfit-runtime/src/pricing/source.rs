@@ -4,7 +4,7 @@
 
 use super::{Coefficients, Query};
 use crate::contract::{self, EMBEDDED};
-use anyhow::{bail, Result};
+use crate::error::Result;
 use std::path::{Path, PathBuf};
 
 /// Where the coefficients come from.
@@ -52,7 +52,7 @@ impl QueryOptions {
     /// The pricing question, checked.
     pub fn query(&self) -> Result<Query> {
         if self.query.batch == 0 {
-            bail!(crate::words::BATCH_POSITIVE.text);
+            crate::error::refuse!(crate::words::BATCH_POSITIVE.text);
         }
         Ok(self.query.clone())
     }

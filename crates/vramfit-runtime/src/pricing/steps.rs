@@ -21,8 +21,8 @@ use super::traced::TracedOn;
 use super::video::{measured_here, VideoOn};
 use super::{legacy, Coefficients, LineCoef, Query, Resolved, Rule};
 use crate::contract::LineKey;
+use crate::error::Result;
 use crate::vocab::Dtype;
-use anyhow::{anyhow, bail, Result};
 
 /// How a step's offer meets the answer so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +166,7 @@ pub(super) fn compose<'a>(c: &'a Coefficients, q: &Query, ask: &mut Ask<'a>) -> 
         });
     }
     // The legacy floor answers or refuses when nothing has.
-    answer.ok_or_else(|| anyhow!("nothing prices {}", ask.key()))
+    answer.ok_or_else(|| crate::error::refused!("nothing prices {}", ask.key()))
 }
 
 fn add(a: u64, b: u64) -> Result<u64> {
@@ -398,7 +398,7 @@ impl Step for LegacyFloor {
             }
             let l = c
                 .legacy_at(&LineKey { tile: 0, ..key.clone() }, legacy::Shape::pixels(ask.at))
-                .ok_or_else(|| anyhow!(crate::words::NO_VIDEO_PRICE.fill(&[("key", key)])))?;
+                .ok_or_else(|| crate::error::refused!(crate::words::NO_VIDEO_PRICE.fill(&[("key", key)])))?;
             ask.legacy = Some(l);
             let bytes = add(l, ask.growth)?;
             return Ok(Some(Candidate {
@@ -413,7 +413,7 @@ impl Step for LegacyFloor {
         if let (None, None) = (so_far, legacy) {
             let at: [(&str, &dyn std::fmt::Display); 5] =
                 [("key", key), ("vae", &key.vae), ("op", &key.op), ("tile", &key.tile), ("dtype", &key.dtype)];
-            bail!(crate::words::NO_IMAGE_PRICE.fill(&at));
+            crate::error::refuse!(crate::words::NO_IMAGE_PRICE.fill(&at));
         }
         ask.legacy = legacy;
         // Where the policy lifts the legacy floor off traced prices, a query

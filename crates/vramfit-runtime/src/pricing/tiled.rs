@@ -4,15 +4,15 @@
 
 use super::{Coefficients, Query, TileTerms};
 use crate::contract::LineKey;
+use crate::error::Result;
 use crate::pricing::platform::Detected;
-use anyhow::{bail, Result};
 
 impl Coefficients {
     /// The host a derived tile is priced for: `--host`, else the file's default.
     pub(super) fn tiling_host(&self, q: &Query) -> Result<Option<(&str, &crate::contract::TilingHost, bool)>> {
         let Some(t) = self.file.tiling.as_ref() else {
             return match &q.host {
-                Some(h) => bail!(crate::words::NO_TILING_HOSTS.fill(&[("host", h)])),
+                Some(h) => crate::error::refuse!(crate::words::NO_TILING_HOSTS.fill(&[("host", h)])),
                 None => Ok(None),
             };
         };
@@ -24,7 +24,7 @@ impl Coefficients {
             Some((n, h)) => Ok(Some((n.as_str(), h, given))),
             None => {
                 let known = t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
-                bail!(crate::words::UNKNOWN_HOST.fill(&[("host", &name), ("known", &known)]))
+                crate::error::refuse!(crate::words::UNKNOWN_HOST.fill(&[("host", &name), ("known", &known)]))
             }
         }
     }

@@ -6,7 +6,7 @@ use super::answer::{FollowsTrace, TracedTerms};
 use super::{Coefficients, LineCoef};
 use crate::contract::traced::{Calibration, TracedShape};
 use crate::contract::LineKey;
-use anyhow::Result;
+use crate::error::Result;
 
 /// The traced rule's terms for one query.
 #[derive(Debug, Clone)]

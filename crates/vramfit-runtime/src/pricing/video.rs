@@ -7,9 +7,9 @@ use super::answer::{EstimateTerm, VideoTerms};
 use super::Coefficients;
 use crate::contract::video::{Estimate, Run};
 use crate::contract::LineKey;
+use crate::error::Result;
 use crate::exact::Ratio;
 use crate::registry::VideoFacts;
-use anyhow::{bail, Result};
 
 /// A video run as priced: its terms, and the estimate consulted.
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ impl Coefficients {
     ) -> Result<VideoOn<'a>> {
         let (width, height, frames, batch) = (q.width, q.height, q.frames, q.batch);
         if frames == 0 {
-            bail!(crate::words::FRAMES_POSITIVE.text);
+            crate::error::refuse!(crate::words::FRAMES_POSITIVE.text);
         }
         let run =
             Run { width, height, frames, batch, tile, temporal_tile: key.temporal_tile.unwrap_or(0), dtype: key.dtype };

@@ -24,7 +24,7 @@ than one frame is refused with ``ValueError``: ComfyUI never asks a VAE of
 that type with it, so pricing it would price something else. ComfyUI decodes
 untiled and, when it tiles, moves each tile to the host (``host="comfyui"``).
 
-The platform is the host's as in :mod:`vramfit.hosts.invokeai`, and every
+The platform is the host's as in :mod:`vramfit_vae.hosts.invokeai`, and every
 part of it can be given by keyword. The answer adds the platform's first use
 once, as every default answer does; ``warm=True`` leaves it out once the
 process has decoded.

@@ -1,19 +1,19 @@
 //! Sizes typed by people: image sizes (`1024x1024`) and memory amounts
 //! (`20GiB`, `512M`, `1073741824`).
 
-use anyhow::{anyhow, bail, Result};
+use crate::error::Result;
 
 /// `WxH` (also `W×H` or `W*H`) with positive integers.
 pub fn parse_size(s: &str) -> Result<(u64, u64)> {
     let t = s.trim();
     let (w, h) = t
         .split_once(['x', 'X', '×', '*'])
-        .ok_or_else(|| anyhow!("size '{t}': expected WIDTHxHEIGHT, e.g. 1024x1024"))?;
+        .ok_or_else(|| crate::error::refused!("size '{t}': expected WIDTHxHEIGHT, e.g. 1024x1024"))?;
     let parse = |v: &str, what: &str| -> Result<u64> {
         let v = v.trim();
         match v.parse::<u64>() {
             Ok(n) if n > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-            _ => bail!("size '{t}': {what} must be a positive integer (digits only)"),
+            _ => crate::error::refuse!("size '{t}': {what} must be a positive integer (digits only)"),
         }
     };
     Ok((parse(w, "width")?, parse(h, "height")?))
@@ -33,12 +33,14 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        u => bail!("'{t}': unknown unit '{u}' (accepted: bytes, KiB, MiB, GiB, TiB; K/M/G/T)"),
+        u => crate::error::refuse!("'{t}': unknown unit '{u}' (accepted: bytes, KiB, MiB, GiB, TiB; K/M/G/T)"),
     };
-    let value = crate::exact::parse_decimal(num).map_err(|e| anyhow!("'{t}': {e}"))?;
-    let bytes =
-        value.checked_mul(crate::exact::Ratio::int(1i128 << shift)).map_err(|_| anyhow!("'{t}': too large"))?.floor();
-    u64::try_from(bytes).map_err(|_| anyhow!("'{t}': too large"))
+    let value = crate::exact::parse_decimal(num).map_err(|e| crate::error::refused!("'{t}': {e}"))?;
+    let bytes = value
+        .checked_mul(crate::exact::Ratio::int(1i128 << shift))
+        .map_err(|_| crate::error::refused!("'{t}': too large"))?
+        .floor();
+    u64::try_from(bytes).map_err(|_| crate::error::refused!("'{t}': too large"))
 }
 
 /// A factor typed on the command line (`--share`, `--transient`): a plain
@@ -48,16 +50,18 @@ pub fn parse_factor(s: &str) -> Result<crate::exact::Ratio> {
     use crate::exact::Ratio;
     let t = s.trim();
     let (mantissa, exp) = match t.split_once(['e', 'E']) {
-        None => return crate::exact::parse_decimal(t).map_err(|e| anyhow!("'{t}': {e}")),
-        Some((m, e)) => (m, e.parse::<i32>().map_err(|_| anyhow!("'{t}': the exponent '{e}' is not an integer"))?),
+        None => return crate::exact::parse_decimal(t).map_err(|e| crate::error::refused!("'{t}': {e}")),
+        Some((m, e)) => {
+            (m, e.parse::<i32>().map_err(|_| crate::error::refused!("'{t}': the exponent '{e}' is not an integer"))?)
+        }
     };
-    let m = crate::exact::parse_decimal(mantissa).map_err(|e| anyhow!("'{t}': {e}"))?;
+    let m = crate::exact::parse_decimal(mantissa).map_err(|e| crate::error::refused!("'{t}': {e}"))?;
     if exp.unsigned_abs() > 30 {
-        bail!("'{t}': the exponent {exp} is outside -30..=30");
+        crate::error::refuse!("'{t}': the exponent {exp} is outside -30..=30");
     }
     let scale = Ratio::int(10i128.pow(exp.unsigned_abs()));
     let v = if exp >= 0 { m.checked_mul(scale) } else { m.checked_div(scale) };
-    v.map_err(|_| anyhow!("'{t}': too many digits to hold exactly"))
+    v.map_err(|_| crate::error::refused!("'{t}': too many digits to hold exactly"))
 }
 
 /// A count in groups of three digits, as tables show bytes and pixels:

@@ -3,11 +3,11 @@
 //! pixel-frames one step decodes: the pair that decodes the most per step.
 
 use super::{by_legacy, TileCandidates, TileSearch, TILE_SEARCH_STEP};
+use crate::error::Result;
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::{Price, Pricer, Query, VideoTerms};
 use crate::registry::Walk;
 use crate::units::mib_text as mib;
-use anyhow::Result;
 
 /// Temporal tiles to try, largest first: the whole clip at once (when the
 /// query asked for it), then the temporal step (output frames per latent

@@ -1,10 +1,10 @@
 """Drop-ins with the hosts' own calling conventions (docs/hosts.md).
 
-:mod:`vramfit.hosts.invokeai` has InvokeAI's ``estimate_vae_working_memory_*``
-signatures, :mod:`vramfit.hosts.comfyui` ComfyUI's ``memory_used_decode`` /
+:mod:`vramfit_vae.hosts.invokeai` has InvokeAI's ``estimate_vae_working_memory_*``
+signatures, :mod:`vramfit_vae.hosts.comfyui` ComfyUI's ``memory_used_decode`` /
 ``memory_used_encode``. Each translates the host's arguments (a latent or
 pixel tensor's ``.shape``, the VAE's parameters' dtype, the host's tile
-sentinels) into one :func:`vramfit.reserve` query and returns its bytes, so
+sentinels) into one :func:`vramfit_vae.reserve` query and returns its bytes, so
 a host swaps its estimator without rewriting the call site.
 
 The conventions are the hosts' own, read from their code (the tables in
@@ -135,6 +135,6 @@ def config_int(vae, name, default=None, allowed=None):
 
 def query_of(model, op, width, height, *, backend=None, device=None, allocator="auto", os="auto", env=None,
              coefficients=None, **query):
-    """:func:`vramfit.reserve` for a host's call: the platform from the environment unless given."""
+    """:func:`vramfit_vae.reserve` for a host's call: the platform from the environment unless given."""
     return _reserve(model, op, width, height, backend=backend or platform_of(device), allocator=allocator, os=os,
                     env=env, coefficients=coefficients, **query)

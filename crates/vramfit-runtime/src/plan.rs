@@ -7,12 +7,12 @@
 //! query (fitted line, unmeasured rule, legacy floor), the plan agrees with
 //! `reserve`.
 
+use crate::contract::LineKey;
+use crate::error::{Code, Error, Result};
 use crate::exact::Ratio;
-use crate::points::LineKey;
 use crate::pricing::platform::EnvSnapshot;
 use crate::pricing::{Price, Pricer, Query, Rule};
 use crate::units::mib_text as mib;
-use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
 mod video;
@@ -44,26 +44,33 @@ pub struct Budget {
     pub cap: Option<u64>,
 }
 
+/// Returns a [`Code::Budget`] error with these words.
+macro_rules! refuse_budget {
+    ($($words:tt)+) => {
+        return Err(Error::new(Code::Budget, format!($($words)+)))
+    };
+}
+
 /// `budget = min(cap, share × free)`; with unknown free memory, the cap.
 pub fn budget(free: Option<u64>, share: Ratio, cap: Option<u64>) -> Result<Budget> {
     if share.cmp_exact(&Ratio::zero())? != std::cmp::Ordering::Greater
         || share.cmp_exact(&Ratio::int(1))? == std::cmp::Ordering::Greater
     {
-        bail!("--share must be greater than 0 and at most 1 (got {})", crate::exact::exact_decimal(&share));
+        refuse_budget!("--share must be greater than 0 and at most 1 (got {})", crate::exact::exact_decimal(&share));
     }
     if free == Some(0) {
-        bail!("--free 0: free memory must be more than 0 bytes (or `unknown`)");
+        refuse_budget!("--free 0: free memory must be more than 0 bytes (or `unknown`)");
     }
     if cap == Some(0) {
-        bail!("--cap 0: a cap must be more than 0 bytes");
+        refuse_budget!("--cap 0: a cap must be more than 0 bytes");
     }
     let share_text = crate::exact::exact_decimal(&share);
     let (bytes, from) = match (free, cap) {
-        (None, None) => bail!("free memory is unknown and there is no --cap: give --free SIZE or --cap SIZE"),
+        (None, None) => refuse_budget!("free memory is unknown and there is no --cap: give --free SIZE or --cap SIZE"),
         (None, Some(c)) => (c, BudgetFrom::CapUnknownFree),
         (Some(f), cap) => {
             let shared = u64::try_from(share.checked_mul(Ratio::int(i128::from(f)))?.floor())
-                .map_err(|_| anyhow!("budget too large"))?;
+                .map_err(|_| Error::new(Code::Budget, "budget too large"))?;
             match cap {
                 Some(c) if c < shared => (c, BudgetFrom::Cap),
                 _ => (shared, BudgetFrom::Share),
@@ -649,7 +656,7 @@ pub fn canvas(c: &Canvas, b: &Budget) -> Result<Plan> {
         .and_then(|v| v.checked_mul(c.upscale))
         .and_then(|v| v.checked_mul(c.upscale))
         .filter(|v| *v > 0)
-        .ok_or_else(|| anyhow!("the frame canvas is empty or too large"))?;
+        .ok_or_else(|| crate::error::refused!("the frame canvas is empty or too large"))?;
     let n = c.frames;
     let all = u128::from(per_frame) * u128::from(n);
     let g = b.bytes / per_frame;
@@ -674,7 +681,7 @@ pub fn canvas(c: &Canvas, b: &Budget) -> Result<Plan> {
     p.per_item_bytes = Some(per_frame);
     if let Some(m) = c.transient {
         if m.cmp_exact(&Ratio::zero())? != std::cmp::Ordering::Greater {
-            bail!("--transient must be positive");
+            crate::error::refuse!("--transient must be positive");
         }
         let step = m.checked_mul(Ratio::int(i128::from(per_frame))).ok();
         let frames = transient_frames(b.bytes, m, per_frame);
