@@ -155,8 +155,8 @@ fn entry(file: &CoefficientsFile, line: &ShippedLine) -> Result<Entry> {
                 .to_string(),
         );
     }
-    let first_use = crate::contract::first_use::first_use_for(&file.first_use, k.conv_backend, k.allocator, k.os)
-        .map_or(0, |(t, _)| t.mib * MIB);
+    let first_use =
+        crate::contract::first_use::first_use_for(&file.first_use, k.platform()).map_or(0, |(t, _)| t.mib * MIB);
     Ok(Entry {
         vae: k.vae.to_string(),
         op: k.op,

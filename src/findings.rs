@@ -11,7 +11,7 @@ pub const SHIPPED_FILE: &str = "fits/vae.json";
 /// The runtime crate's copy of [`SHIPPED_FILE`] (what it and the Python
 /// wheel compile in).
 pub const RUNTIME_FILE: &str = "crates/vramfit-runtime/vae.json";
-pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps.rs";
+pub const PRICING_CODE: &str = "crates/vramfit-runtime/src/pricing/steps/mod.rs";
 
 /// Every check's stable code, in the order docs/verify.md lists them. The
 /// JSON and GitHub outputs spell them in kebab case (`points-changed`).

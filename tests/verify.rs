@@ -700,7 +700,7 @@ fn pricer_that_forgets_the_legacy_floor() {
     let floor: Vec<_> = broken.findings.iter().filter(|f| f.code == vramfit::findings::Code::Floor).collect();
     assert!(!floor.is_empty(), "{:?}", broken.findings);
     assert!(floor.iter().any(|f| f.message.contains("sd/decode/0/miopen/fp16")), "{floor:?}");
-    assert!(floor.iter().all(|f| f.file == "crates/vramfit-runtime/src/pricing/steps.rs"));
+    assert!(floor.iter().all(|f| f.file == "crates/vramfit-runtime/src/pricing/steps/mod.rs"));
 }
 
 #[test]

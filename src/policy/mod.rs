@@ -92,8 +92,8 @@ pub struct Policy {
 }
 
 impl crate::contract::first_use::Platformed for DeclaredFirstUse {
-    fn platform(&self) -> (ConvBackend, Allocator, Os) {
-        (self.conv_backend, self.allocator, self.os)
+    fn platform(&self) -> crate::vocab::Platform {
+        crate::vocab::Platform::new(self.conv_backend, self.allocator, self.os)
     }
     fn mib(&self) -> u64 {
         self.mib
@@ -237,7 +237,7 @@ impl Policy {
             return 0;
         }
         let k = &p.key;
-        crate::contract::first_use::first_use_for(&self.first_use, k.conv_backend, k.allocator, k.os)
+        crate::contract::first_use::first_use_for(&self.first_use, k.platform())
             .map_or(0, |(t, _)| t.mib.saturating_mul(crate::exact::MIB))
     }
 

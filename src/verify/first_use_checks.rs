@@ -4,7 +4,7 @@ use super::PricingCtx;
 use crate::contract::first_use::{first_use_for, FirstUseMatch};
 use crate::exact::MIB;
 use crate::findings::{Code, Finding, POLICY_FILE};
-use crate::vocab::{Allocator, ConvBackend, Os};
+use crate::vocab::Platform;
 use std::collections::BTreeMap;
 
 /// Each declared first use against what its platform's fresh points prove
@@ -43,16 +43,16 @@ pub(crate) fn first_use(cx: &mut PricingCtx) {
 /// its points prove, must be declared.
 pub(crate) fn undeclared(cx: &mut PricingCtx) {
     let policy = &cx.inputs.policy;
-    let mut by_platform: BTreeMap<(ConvBackend, Allocator, Os), (u64, Vec<String>)> = BTreeMap::new();
+    let mut by_platform: BTreeMap<Platform, (u64, Vec<String>)> = BTreeMap::new();
     for p in cx.inputs.points.iter().filter(|p| !policy.is_excluded(&p.id)) {
         let Some(gap) = p.first_use_gap() else { continue };
-        let entry = by_platform.entry((p.key.conv_backend, p.key.allocator, p.key.os)).or_default();
+        let entry = by_platform.entry(p.key.platform()).or_default();
         entry.0 = entry.0.max(gap);
         entry.1.push(p.id.to_string());
     }
-    for ((backend, allocator, os), (gap, mut ids)) in by_platform {
-        let own =
-            first_use_for(&policy.first_use, backend, allocator, os).is_some_and(|(_, m)| m == FirstUseMatch::Own);
+    for (here, (gap, mut ids)) in by_platform {
+        let own = first_use_for(&policy.first_use, here).is_some_and(|(_, m)| m == FirstUseMatch::Own);
+        let (backend, allocator, os) = (here.conv_backend, here.allocator, here.os);
         if own || gap.div_ceil(MIB) == 0 {
             continue;
         }

@@ -255,6 +255,35 @@ impl FromStr for Allocator {
     }
 }
 
+/// Where an op runs, as the measurements name it: the conv backend, the
+/// allocator PyTorch uses and the OS (`any`: measured without one). One
+/// value, so a lookup by platform (a first use, a calibration, a default)
+/// takes one argument and says `cudnn/native/linux` one way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Platform {
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+    pub os: Os,
+}
+
+impl Platform {
+    pub fn new(conv_backend: ConvBackend, allocator: Allocator, os: Os) -> Platform {
+        Platform { conv_backend, allocator, os }
+    }
+
+    /// The same platform without an OS (how an OS-less line is keyed).
+    pub fn any_os(self) -> Platform {
+        Platform { os: Os::Any, ..self }
+    }
+}
+
+/// `cudnn/native/linux`: the words answers and findings use.
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.conv_backend, self.allocator, self.os)
+    }
+}
+
 /// A line key's tile segment: `512` for an image line; `16f` for a video
 /// line with a 16-frame temporal tile (`0f`: none), and `512x16f` for a
 /// video point that also ran a 512-px spatial tile.

@@ -6,7 +6,7 @@
 //! the term here, so a point's line is fitted on the same term its answer
 //! adds.
 
-use crate::vocab::{Allocator, ConvBackend, Os};
+use crate::vocab::{Os, Platform};
 use serde::Serialize;
 
 /// How a declared term matches a platform, best first.
@@ -36,13 +36,13 @@ impl FirstUseMatch {
 
 /// One declared term as the lookup sees it.
 pub trait Platformed {
-    fn platform(&self) -> (ConvBackend, Allocator, Os);
+    fn platform(&self) -> Platform;
     fn mib(&self) -> u64;
 }
 
 impl Platformed for super::file::FirstUse {
-    fn platform(&self) -> (ConvBackend, Allocator, Os) {
-        (self.conv_backend, self.allocator, self.os)
+    fn platform(&self) -> Platform {
+        Platform::new(self.conv_backend, self.allocator, self.os)
     }
     fn mib(&self) -> u64 {
         self.mib
@@ -52,19 +52,14 @@ impl Platformed for super::file::FirstUse {
 /// The term a platform takes: its own, else the largest borrowed from the
 /// nearest tier (another OS, then another allocator of the same backend);
 /// the first declared among equals. None: no term for its backend.
-pub fn first_use_for<T: Platformed>(
-    terms: &[T],
-    conv_backend: ConvBackend,
-    allocator: Allocator,
-    os: Os,
-) -> Option<(&T, FirstUseMatch)> {
+pub fn first_use_for<T: Platformed>(terms: &[T], here: Platform) -> Option<(&T, FirstUseMatch)> {
     let tier = |t: &T| -> Option<FirstUseMatch> {
-        let (b, a, o) = t.platform();
-        if b != conv_backend {
+        let there = t.platform();
+        if there.conv_backend != here.conv_backend {
             None
-        } else if a != allocator {
+        } else if there.allocator != here.allocator {
             Some(FirstUseMatch::OtherAllocator)
-        } else if o == Os::Any || (o == os && os != Os::Any) {
+        } else if there.os == Os::Any || (there.os == here.os && here.os != Os::Any) {
             Some(FirstUseMatch::Own)
         } else {
             Some(FirstUseMatch::OtherOs)
@@ -80,19 +75,15 @@ pub fn first_use_for<T: Platformed>(
     best
 }
 
-/// A platform in the words answers use: `cudnn/native/linux`.
-pub fn platform_words(conv_backend: ConvBackend, allocator: Allocator, os: Os) -> String {
-    format!("{conv_backend}/{allocator}/{os}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::{Allocator, ConvBackend};
 
     struct T(ConvBackend, Allocator, Os, u64);
     impl Platformed for T {
-        fn platform(&self) -> (ConvBackend, Allocator, Os) {
-            (self.0, self.1, self.2)
+        fn platform(&self) -> Platform {
+            Platform::new(self.0, self.1, self.2)
         }
         fn mib(&self) -> u64 {
             self.3
@@ -107,13 +98,13 @@ mod tests {
             T(ConvBackend::Cudnn, CudaMallocAsync, Os::Linux, 200),
             T(ConvBackend::Cudnn, Native, Os::Windows, 150),
         ];
-        let got = |a, o| first_use_for(&terms, ConvBackend::Cudnn, a, o).map(|(t, m)| (t.3, m));
+        let got = |a, o| first_use_for(&terms, Platform::new(ConvBackend::Cudnn, a, o)).map(|(t, m)| (t.3, m));
         assert_eq!(got(Native, Os::Linux), Some((166, FirstUseMatch::Own)));
         assert_eq!(got(Native, Os::Windows), Some((150, FirstUseMatch::Own)));
         // The query's OS unknown: the largest term of its allocator, borrowed.
         assert_eq!(got(Native, Os::Any), Some((166, FirstUseMatch::OtherOs)));
         assert_eq!(got(CudaMallocAsync, Os::Windows), Some((200, FirstUseMatch::OtherOs)));
         assert_eq!(got(ExpandableSegments, Os::Linux), Some((200, FirstUseMatch::OtherAllocator)));
-        assert_eq!(first_use_for(&terms, ConvBackend::Miopen, Native, Os::Linux).map(|t| t.1), None);
+        assert_eq!(first_use_for(&terms, Platform::new(ConvBackend::Miopen, Native, Os::Linux)).map(|t| t.1), None);
     }
 }

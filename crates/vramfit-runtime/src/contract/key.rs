@@ -52,4 +52,9 @@ impl LineKey {
     pub fn parse_tiles(text: &str) -> Option<(u32, Option<u32>)> {
         crate::vocab::parse_tiles(text)
     }
+
+    /// The platform the key names.
+    pub fn platform(&self) -> crate::vocab::Platform {
+        crate::vocab::Platform::new(self.conv_backend, self.allocator, self.os)
+    }
 }

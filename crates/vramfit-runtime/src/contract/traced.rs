@@ -155,8 +155,10 @@ impl Calibration {
 
     /// Whether it holds on this platform: its backend and allocator, and
     /// its OS or one measured without an OS.
-    pub fn holds_on(&self, conv_backend: ConvBackend, allocator: Allocator, os: Os) -> bool {
-        self.conv_backend == conv_backend && self.allocator == allocator && (self.os == os || self.os == Os::Any)
+    pub fn holds_on(&self, here: crate::vocab::Platform) -> bool {
+        self.conv_backend == here.conv_backend
+            && self.allocator == here.allocator
+            && (self.os == here.os || self.os == Os::Any)
     }
 }
 

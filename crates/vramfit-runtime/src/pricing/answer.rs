@@ -580,6 +580,15 @@ pub struct Resolved {
     pub os: Detected<Os>,
 }
 
+impl Resolved {
+    /// The platform the query runs on: its backend, the allocator chosen
+    /// and the OS detected (not the key's, which drops an OS the platform
+    /// does not depend on).
+    pub fn platform(&self) -> crate::vocab::Platform {
+        crate::vocab::Platform::new(self.key.conv_backend, self.allocator.value, self.os.value)
+    }
+}
+
 /// The allocator and why: given by flag, or detected. The reason is made
 /// into words only for an answer that is shown ([`ChosenAllocator::detected`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,9 @@ mod monotone;
 pub mod platform;
 pub mod source;
 mod steps;
+pub mod warning;
 pub use steps::order as pricing_order;
+pub use warning::Warning;
 mod tiled;
 mod traced;
 mod video;
@@ -226,13 +228,13 @@ impl Coefficients {
 
 /// What a fresh process's answer must say about its first use: a term
 /// borrowed from another platform, or none known for the backend.
-fn first_use_warning(r: &Resolved, term: Option<&FirstUseTerm>, warm: bool) -> Option<String> {
-    let here = crate::contract::first_use::platform_words(r.key.conv_backend, r.allocator.value, r.os.value);
+fn first_use_warning(r: &Resolved, term: Option<&FirstUseTerm>, warm: bool) -> Option<Warning> {
+    let here = r.platform();
     match term {
         _ if warm => None,
-        None => Some(words::FIRST_USE_UNKNOWN.fill(&[("here", &here)])),
+        None => Some(Warning::FirstUseUnknown { here }),
         Some(t) if t.matched != crate::contract::first_use::FirstUseMatch::Own => {
-            Some(words::FIRST_USE_BORROWED.fill(&[("here", &here), ("mib", &t.mib), ("there", &t.declared_for)]))
+            Some(Warning::FirstUseBorrowed { here, mib: t.mib, there: t.declared_for.clone() })
         }
         Some(_) => None,
     }
@@ -243,11 +245,7 @@ fn tile_asked(q: &Query, key: &LineKey) -> Option<u32> {
 }
 
 fn tile_warning(q: &Query, key: &LineKey) -> Option<String> {
-    tile_asked(q, key).map(|t| covers_warning(t, q))
-}
-
-fn covers_warning(t: u32, q: &Query) -> String {
-    format!("tile {t} covers the whole {}x{} image: tiling does nothing, so it is priced untiled", q.width, q.height)
+    tile_asked(q, key).map(|tile| Warning::TileCoversImage { tile, width: q.width, height: q.height }.to_string())
 }
 
 fn pixels(q: &Query) -> Result<u64> {
@@ -402,14 +400,10 @@ impl Coefficients {
     /// The first-use term of a resolved query's platform (docs/fit.md,
     /// "First use"), included unless the host is warm.
     pub fn first_use_of(&self, r: &Resolved, warm: bool) -> Option<FirstUseTerm> {
-        let (t, matched) = crate::contract::first_use::first_use_for(
-            &self.file.first_use,
-            r.key.conv_backend,
-            r.allocator.value,
-            r.os.value,
-        )?;
+        use crate::contract::first_use::{first_use_for, Platformed};
+        let (t, matched) = first_use_for(&self.file.first_use, r.platform())?;
         Some(FirstUseTerm {
-            declared_for: crate::contract::first_use::platform_words(t.conv_backend, t.allocator, t.os),
+            declared_for: t.platform().to_string(),
             matched,
             mib: t.mib,
             bytes: t.mib.saturating_mul(MIB),
@@ -445,124 +439,90 @@ impl Pricer for Coefficients {
             None => tile_asked(q, s.key()),
         };
         // First what the question itself means: a name people also use for
-        // another VAE.
-        let mut warnings: Vec<String> = self
+        // another VAE. Each warning is a value; its words are made in
+        // `warning.rs` alone.
+        let key = || s.key().to_string();
+        let mut warnings: Vec<Warning> = self
             .ambiguous_name(&q.vae)
-            .map(|(name, words)| {
-                let at: [(&str, &dyn std::fmt::Display); 3] =
-                    [("name", &name), ("family", &s.key().vae), ("words", &words)];
-                words::AMBIGUOUS_NAME.fill(&at)
+            .map(|(name, words)| Warning::AmbiguousName {
+                name: name.to_string(),
+                family: s.key().vae.to_string(),
+                words: words.to_string(),
             })
             .into_iter()
             .collect();
-        warnings.extend(tile_asked.map(|t| covers_warning(t, q)));
+        warnings.extend(tile_asked.map(|tile| Warning::TileCoversImage { tile, width: q.width, height: q.height }));
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
-            warnings.push(format!(
-                "{} px lies outside the measured range of {} ({lo}–{hi} px): the line is extrapolated",
-                at,
-                priced_by()
-            ));
+            warnings.push(Warning::Extrapolated { at, line: priced_by(), lo, hi });
         }
         match s.ask.video.as_ref().and_then(|v| v.estimate).filter(|_| base == Rule::VideoEstimate) {
-            Some((e, _)) => warnings.push(format!(
-                "no line measured for {}: priced by {}'s published video estimate (its source: `estimate`)",
-                s.key(),
-                e.host
-            )),
+            Some((e, _)) => warnings.push(Warning::VideoEstimate { key: key(), host: e.host.to_string() }),
             None if matches!(base, Rule::UnmeasuredRule | Rule::LegacyFloor) => {
-                warnings.push(format!("no line measured for {}: priced by the {}", s.key(), base.as_str()))
+                warnings.push(Warning::NoLine { key: key(), rule: base.as_str() })
             }
             None => {}
         }
         if let Some(t) = s.ask.traced.as_ref().filter(|_| base == Rule::Traced) {
-            warnings.push(format!(
-                "no line measured for {} on this platform: priced by the traced rule, its trace ({} B at {} {}) \
-                 scaled by class {}'s calibration on {} ({} B of demand per traced byte + {} MiB, margin {})",
-                s.key(),
-                t.traced,
-                t.at,
-                t.shape.unit.words(),
-                t.calibration.class,
-                t.calibration.families.join(", "),
-                t.calibration.slope,
-                t.calibration.base_mib,
-                self.traced_margin(),
-            ));
+            warnings.push(Warning::Traced {
+                key: key(),
+                traced: t.traced,
+                at: t.at,
+                unit: t.shape.unit.words(),
+                class: t.calibration.class.to_string(),
+                families: t.calibration.families.join(", "),
+                slope: t.calibration.slope.to_string(),
+                base_mib: t.calibration.base_mib,
+                margin: self.traced_margin(),
+            });
             if t.extrapolated() {
                 let [lo, hi] = t.shape.size_range;
-                warnings.push(format!(
-                    "{} lies outside the traced range of {}'s shape ({lo}–{hi}): the trace is extrapolated",
-                    t.at,
-                    s.key().vae
-                ));
+                warnings.push(Warning::TraceExtrapolated { at: t.at, family: s.key().vae.to_string(), lo, hi });
             }
         }
         if let Some(by) = s.priced_by().filter(|k| base == Rule::UnmeasuredRule && k.dtype != s.key().dtype) {
-            warnings.push(format!(
-                "{by}, measured in {} on this platform, sets the floor for {}: a run dtype is never priced below \
-                 another dtype's measured line of the same VAE (the demand does not follow the element size)",
-                by.dtype,
-                s.key().dtype
-            ));
+            warnings.push(Warning::OtherDtypeFloor { by: by.to_string(), by_dtype: by.dtype, dtype: s.key().dtype });
         }
+        let family = || s.key().vae.to_string();
         if !self.family_measured(&s.key().vae) && base == Rule::Traced {
-            warnings.push(format!(
-                "nothing has been measured for the {} VAE: this price is its architecture's trace scaled by what \
-                 was measured on other families of its class, not a measurement",
-                s.key().vae
-            ));
+            warnings.push(Warning::FamilyTraced { family: family() });
         } else if !self.family_measured(&s.key().vae) {
-            warnings.push(format!(
-                "nothing has been measured for the {} VAE (no line for any op, backend or dtype): this is \
-                 the previous estimator's guess, not a measurement",
-                s.key().vae
-            ));
+            warnings.push(Warning::FamilyUnmeasured { family: family() });
         }
         if let Some(n) = s.coef().map(|c| c.simulated_points).filter(|n| *n > 0) {
-            warnings.push(format!(
-                "{} rests on {n} point(s) made on a simulated device (ingested with --allow-simulated): a memory \
-                 model's figures, not measurements",
-                s.priced_by().map_or_else(|| s.key().to_string(), |k| k.to_string())
-            ));
+            let line = s.priced_by().map_or_else(key, |k| k.to_string());
+            warnings.push(Warning::Simulated { line, points: n as u64 });
         }
         if base == Rule::AnyOsLine {
-            warnings.push(format!(
-                "priced by {}, measured without a published OS: that line is a lower bound for every OS",
-                priced_by()
-            ));
+            warnings.push(Warning::AnyOsLine { line: priced_by() });
         }
         if let Some(a) = s.ask.attention.as_ref().filter(|a| a.wrong_output) {
-            warnings.push(format!(
-                "one attention matrix here has {}² = {} elements, at or past {} where {}'s SDPA silently returns wrong \
-                 output: tile the decode (plan does)",
-                a.sequence,
-                u128::from(a.sequence).pow(2),
-                a.platform.wrong_output_at.unwrap_or(0),
-                s.key().conv_backend
-            ));
+            warnings.push(Warning::AttentionWrongOutput {
+                sequence: a.sequence,
+                at: a.platform.wrong_output_at.unwrap_or(0),
+                backend: s.key().conv_backend,
+            });
         }
         let follows = self.follows_trace(&s)?;
         if let Some(f) = &follows {
-            warnings.push(format!(
-                "{at} {} lies past {}'s largest measured size ({} {}), where {}'s trace grows faster than the line: \
-                 the line's {} B there grown as the trace grows ({} → {} traced B) is {} B",
-                f.shape.unit.words(),
-                priced_by(),
-                f.end,
-                f.shape.unit.words(),
-                f.shape.vae,
-                f.line_at_end,
-                f.traced_at_end,
-                f.traced_at,
-                f.bytes
-            ));
+            warnings.push(Warning::FollowsTrace {
+                at,
+                unit: f.shape.unit.words(),
+                line: priced_by(),
+                end: f.end,
+                family: f.shape.vae.to_string(),
+                line_at_end: f.line_at_end,
+                traced_at_end: f.traced_at_end,
+                traced_at: f.traced_at,
+                bytes: f.bytes,
+            });
         }
         let lifted = s.lifted.as_ref().map(|l| monotone::lifted(&s, &l.0, &l.1));
         if let Some(l) = &lifted {
-            warnings.push(monotone::lifted_warning(l));
+            warnings.push(Warning::Lifted { words: monotone::lifted_warning(l) });
         }
         let first_use = self.first_use_of(&s.ask.resolved, q.warm);
         warnings.extend(first_use_warning(&s.ask.resolved, first_use.as_ref(), q.warm));
+        let warnings: Vec<String> = warnings.iter().map(Warning::to_string).collect();
         let bytes = Self::with_first_use(s.final_bytes(), first_use.as_ref())?;
         Ok(Price {
             bytes,

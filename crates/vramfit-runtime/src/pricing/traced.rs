@@ -101,7 +101,7 @@ impl Coefficients {
         };
         // The query's tile where the class has a calibration at it, else untiled.
         let tile = if of_class(key.tile).next().is_some() { key.tile } else { 0 };
-        let here = |c: &&Calibration| c.holds_on(key.conv_backend, key.allocator, key.os);
+        let here = |c: &&Calibration| c.holds_on(key.platform());
         let mut found: Vec<&Calibration> = of_class(tile).filter(|c| here(c) && c.dtype == key.dtype).collect();
         if found.is_empty() {
             // As the unmeasured rule: this platform's other dtypes, and
