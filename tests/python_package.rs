@@ -817,3 +817,46 @@ fn nudge(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
     out.push(b'\n');
     out
 }
+
+/// A refusal carries the runtime's code (a host branches on it, not on the
+/// words), and a keyword a call does not take is a `TypeError` naming it.
+#[test]
+fn refusals_carry_the_runtimes_code_and_unknown_keywords_are_type_errors() {
+    let script = r#"
+import json, os, tempfile
+import vramfit_vae as v
+def code(f):
+    try:
+        f()
+    except v.Refusal as e:
+        return e.code
+    except TypeError as e:
+        return "TypeError: %s" % e
+    return "accepted"
+d = tempfile.mkdtemp()
+bad = os.path.join(d, "bad.json")
+open(bad, "w").write("{}")
+q = dict(dtype="fp16", os="linux", env={})
+print(json.dumps([
+    code(lambda: v.reserve("nosuch", "decode", 512, 512, **q)),
+    code(lambda: v.reserve("sd", "decode", 1 << 40, 1 << 40, batch=1 << 40, **q)),
+    code(lambda: v.budget(free=0)),
+    code(lambda: v.plan("sd", "decode", 512, 512, share="1.5", free=1 << 30, **q)),
+    code(lambda: v.load(bad)),
+    code(lambda: v.reserve("sd", "decode", 512, 512, colour=1, **q)),
+    code(lambda: v.bundled().reserve("sd", "decode", 512, 512, coefficients=bad, **q)),
+    code(lambda: v.reserve("sd", "decode", 512, 512, **q)),
+]))
+"#;
+    let out = python().args(["-c", script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got[0], "refused");
+    assert_eq!(got[1], "too-large");
+    assert_eq!(got[2], "budget");
+    assert_eq!(got[3], "budget");
+    assert_eq!(got[4], "file");
+    assert_eq!(got[5], "TypeError: got an unexpected keyword argument 'colour'");
+    assert_eq!(got[6], "TypeError: got an unexpected keyword argument 'coefficients'");
+    assert_eq!(got[7], "accepted");
+}

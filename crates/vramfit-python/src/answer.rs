@@ -37,26 +37,9 @@ pub fn to_python<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResu
     lists(pythonize::pythonize(py, value)?)
 }
 
-/// The keywords `reserve` takes after its four positional arguments.
-pub const RESERVE_KEYWORDS: &[&str] = &[
-    "dtype",
-    "loaded_dtype",
-    "batch",
-    "tile",
-    "backend",
-    "allocator",
-    "os",
-    "fp32",
-    "coefficients",
-    "env",
-    "host",
-    "frames",
-    "temporal_tile",
-    "warm",
-];
-
-/// `Coefficients.reserve` takes `reserve`'s but `coefficients`.
-pub const METHOD_KEYWORDS: &[&str] = &[
+/// The query keywords every pricing call takes after its four positional
+/// arguments (`Coefficients.reserve`).
+pub const QUERY_KEYWORDS: &[&str] = &[
     "dtype",
     "loaded_dtype",
     "batch",
@@ -72,26 +55,11 @@ pub const METHOD_KEYWORDS: &[&str] = &[
     "warm",
 ];
 
-/// `plan` takes `reserve`'s and the budget's.
-pub const PLAN_KEYWORDS: &[&str] = &[
-    "free",
-    "share",
-    "cap",
-    "dtype",
-    "loaded_dtype",
-    "batch",
-    "tile",
-    "backend",
-    "allocator",
-    "os",
-    "fp32",
-    "coefficients",
-    "env",
-    "host",
-    "frames",
-    "temporal_tile",
-    "warm",
-];
+/// What `reserve()` takes besides: the coefficients.
+pub const RESERVE_KEYWORDS: &[&[&str]] = &[QUERY_KEYWORDS, &["coefficients"]];
+
+/// What `plan()` takes besides: the coefficients and the budget.
+pub const PLAN_KEYWORDS: &[&[&str]] = &[QUERY_KEYWORDS, &["coefficients", "free", "share", "cap"]];
 
 /// A call's keyword arguments, each a name the call takes.
 pub struct Keywords<'py> {
@@ -99,12 +67,12 @@ pub struct Keywords<'py> {
 }
 
 impl<'py> Keywords<'py> {
-    pub fn of(kw: Option<&Bound<'py, PyDict>>, allowed: &[&str]) -> PyResult<Keywords<'py>> {
+    pub fn of(kw: Option<&Bound<'py, PyDict>>, allowed: &[&[&str]]) -> PyResult<Keywords<'py>> {
         let mut given = Vec::new();
         if let Some(kw) = kw {
             for (k, v) in kw.iter() {
                 let name: String = k.extract()?;
-                if !allowed.contains(&name.as_str()) {
+                if !allowed.iter().any(|names| names.contains(&name.as_str())) {
                     return Err(PyTypeError::new_err(format!("got an unexpected keyword argument '{name}'")));
                 }
                 given.push((name, v));

@@ -82,7 +82,7 @@ impl Coefficients {
         height: &Bound<'_, PyAny>,
         query: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Reservation> {
-        let kw = answer::Keywords::of(query, answer::METHOD_KEYWORDS)?;
+        let kw = answer::Keywords::of(query, &[answer::QUERY_KEYWORDS])?;
         reserve_with(py, &self.inner, model, op, width, height, &kw)
     }
 

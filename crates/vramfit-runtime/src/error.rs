@@ -83,6 +83,13 @@ impl Error {
         self.input.as_deref()
     }
 
+    /// The same words under another code (a loader's refusal is about its
+    /// file, whatever check found it).
+    pub fn with_code(mut self, code: Code) -> Error {
+        self.code = code;
+        self
+    }
+
     /// The same refusal with `prefix: ` before its words (the flag or file
     /// it concerns).
     pub fn prefixed(mut self, prefix: impl std::fmt::Display) -> Error {

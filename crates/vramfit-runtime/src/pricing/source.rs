@@ -4,7 +4,7 @@
 
 use super::{Coefficients, Query};
 use crate::contract::{self, EMBEDDED};
-use crate::error::Result;
+use crate::error::{Code, Result};
 use std::path::{Path, PathBuf};
 
 /// Where the coefficients come from.
@@ -17,8 +17,13 @@ pub enum CoefficientSource {
 }
 
 impl CoefficientSource {
-    /// The coefficients, loaded and indexed for pricing.
+    /// The coefficients, loaded and indexed for pricing. Every refusal is
+    /// about the file ([`Code::File`]).
     pub fn load(&self) -> Result<Coefficients> {
+        self.load_any().map_err(|e| e.with_code(Code::File))
+    }
+
+    fn load_any(&self) -> Result<Coefficients> {
         match self {
             CoefficientSource::Embedded => Coefficients::new(
                 contract::parse(EMBEDDED, "embedded fits/vae.json")?,
