@@ -158,7 +158,14 @@ def run_op(vae, op, x):
     import torch
 
     with torch.no_grad():
-        return vae.decode(x).sample if op == "decode" else vae.encode(x).latent_dist.mode()
+        if op == "encode":
+            return vae.encode(x).latent_dist.mode()
+        if getattr(getattr(vae, "config", None), "timestep_conditioning", False):
+            # LTX-Video 0.9.1+'s decoder is conditioned on the decode timestep,
+            # one per item, as diffusers' LTXPipeline passes it
+            # (`vae.decode(latents, timestep)`; its default decode_timestep 0.0).
+            return vae.decode(x, torch.zeros((x.shape[0],), device=x.device, dtype=x.dtype)).sample
+        return vae.decode(x).sample
 
 
 def configure_tiling(vae, doc, tile, host_tiles):

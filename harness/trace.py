@@ -339,7 +339,8 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     rows = []
     for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
         traced, walked = trace_one(doc, op, dtype, tile, w, h, f)
-        call = "%s.%s%s" % (doc["config"]["_class_name"], "decode(z).sample" if op == "decode"
+        decode = "decode(z, timestep).sample" if doc["config"].get("timestep_conditioning") else "decode(z).sample"
+        call = "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode"
                              else "encode(x).latent_dist.mode()", tiling_words(doc, tile))
         rows.append({
             "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,

@@ -292,7 +292,7 @@ fn a_video_familys_attention_is_priced_on_the_video_path() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
         json_of(&out)
     };
-    let (wan, qwen) = (price("wan"), price("qwen-image"));
+    let (wan, qwen) = (price("wan2.1"), price("qwen-image"));
     assert_eq!(wan["rule"], "attention-phase", "{wan}");
     // One latent frame of Wan's causal step: the same S² scores as the image family's.
     assert_eq!(wan["attention"]["sequence"], qwen["attention"]["sequence"]);

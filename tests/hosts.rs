@@ -108,7 +108,7 @@ fn cases() -> Vec<(Value, &'static str)> {
         // ComfyUI: per batch item, latents [B, C, (T,) h, w], pixels with the channels first.
         (call(decode, json!(["sdxl", [4, 4, 128, 128], "torch.float16"]), json!({})),
          "reserve sdxl decode 1024x1024 --dtype fp16 --host comfyui --os linux"),
-        (call(decode, json!(["wan", [1, 16, 21, 60, 104], "torch.float16"]), json!({})),
+        (call(decode, json!(["wan21", [1, 16, 21, 60, 104], "torch.float16"]), json!({})),
          "reserve wan21 decode 832x480 --frames 81 --dtype fp16 --host comfyui --os linux"),
         (call(decode, json!(["hunyuanvideo", [1, 16, 33, 90, 160], "torch.bfloat16"]), json!({})),
          "reserve hunyuanvideo decode 1280x720 --frames 129 --dtype bf16 --host comfyui --os linux"),
@@ -118,7 +118,7 @@ fn cases() -> Vec<(Value, &'static str)> {
          "reserve wan22 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(encode, json!(["flux1", [1, 3, 1024, 768], "torch.bfloat16"]), json!({})),
          "reserve flux1 encode 768x1024 --dtype bf16 --host comfyui --os linux"),
-        (call(encode, json!(["wan", [1, 3, 81, 480, 832], "torch.float16"]), json!({})),
+        (call(encode, json!(["wan21", [1, 3, 81, 480, 832], "torch.float16"]), json!({})),
          "reserve wan21 encode 832x480 --frames 81 --dtype fp16 --host comfyui --os linux"),
         (call(encode, json!(["qwen_image", [1, 3, 1, 1328, 1328], "torch.bfloat16"]), json!({})),
          "reserve qwen_image encode 1328x1328 --frames 1 --dtype bf16 --host comfyui --os linux"),

@@ -32,12 +32,13 @@ fn files() -> Vec<(String, Coefficients)> {
     out
 }
 
-/// Every family and model name of a file.
+/// Every family and model name of a file (a name that covers two VAEs is
+/// refused by design, and asks nothing of the property).
 fn names(c: &Coefficients) -> Vec<String> {
     let mut out = Vec::new();
     for (family, entry) in &c.file.registry {
         out.push(family.clone());
-        out.extend(entry.models.iter().take(1).cloned());
+        out.extend(entry.models.iter().filter(|m| !entry.ambiguous.contains_key(*m)).take(1).cloned());
     }
     out
 }

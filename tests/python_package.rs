@@ -323,7 +323,7 @@ fn queries() -> Vec<Q> {
     out.push(Q {
         frames: 81,
         temporal_tile: Some(16),
-        ..refuse("wan", 0, Some("bf16"), None, None, "takes no temporal tile")
+        ..refuse("wan2.1", 0, Some("bf16"), None, None, "takes no temporal tile")
     });
     out
 }

@@ -68,7 +68,7 @@ words! {
     NO_VIDEO_PRICE = "no line, no declared estimate and no legacy value for {key}";
     NO_IMAGE_PRICE = "no coefficient line for {key} and no legacy value: nothing measured for {vae}/{op}/tile {tile}/{dtype} and the legacy table has no element size for {dtype}";
     /// A warning: the name asked is one people also use for another VAE.
-    AMBIGUOUS_NAME = "'{name}' is read as the {family} VAE: {words}";
+    AMBIGUOUS_NAME = "'{name}' names more than one VAE: {words}";
     /// A warning: no first use is declared for the query's conv backend.
     FIRST_USE_UNKNOWN = "no first use is declared for {here}'s conv backend: a fresh process's first run may need more than this (measure it with the harness, docs/fit.md, \"First use\")";
     /// A warning: the first use added was measured on another platform.

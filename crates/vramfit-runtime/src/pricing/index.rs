@@ -150,7 +150,9 @@ impl Coefficients {
         &self.registry
     }
 
-    /// The family a query names; an unknown one lists the known ones.
+    /// The family a query names; an unknown one lists the known ones, and
+    /// a name that covers two VAEs (`wan2.2`: Wan 2.2 A14B ships Wan 2.1's
+    /// VAE, TI2V-5B its own) is refused with the names that choose one.
     pub fn family(&self, name: &str) -> Result<&str> {
         self.family_text(name).map(|t| t.as_str())
     }
@@ -164,6 +166,13 @@ impl Coefficients {
         } else {
             self.names.get(n)
         };
+        if let Some(family) = found {
+            let entry = self.registry.0.get(family.as_str());
+            let ambiguous = entry.and_then(|e| e.ambiguous.iter().find(|(a, _)| a.eq_ignore_ascii_case(n)));
+            if let Some((asked, words)) = ambiguous {
+                crate::error::refuse!(crate::words::AMBIGUOUS_NAME.fill(&[("name", asked), ("words", words)]));
+            }
+        }
         found.ok_or_else(|| {
             let words = match self.registry.nearest(name) {
                 Some(guess) => {
@@ -259,15 +268,6 @@ impl Coefficients {
         Ok(best)
     }
 
-    /// The ambiguous model name a query gave (as the registry stores it)
-    /// and the words that say which VAE it names, if it gave one.
-    pub(super) fn ambiguous_name(&self, asked: &str) -> Option<(&str, &str)> {
-        let family = self.family_text(asked).ok()?;
-        let entry = self.registry.0.get(family.as_str())?;
-        let asked = asked.trim();
-        entry.ambiguous.iter().find(|(name, _)| name.eq_ignore_ascii_case(asked)).map(|(n, w)| (n.as_str(), w.as_str()))
-    }
-
     /// Whether any line was measured for a family, at any op, backend or dtype.
     pub(super) fn family_measured(&self, family: &str) -> bool {
         self.measured_families.contains(family)
@@ -336,6 +336,9 @@ mod tests {
         file.registry.insert("AAA".into(), entry(&["zzz", "Flux1", " padded "]));
         file.registry.insert("aaa".into(), entry(&["other"]));
         file.registry.insert("zzz".into(), entry(&[]));
+        let mut two = entry(&["both", "one"]);
+        two.ambiguous.insert("both".into(), "one VAE or another: ask for one".into());
+        file.registry.insert("mmm".into(), two);
         let c = Coefficients::new(file.clone(), "test".into()).unwrap();
         let registry = Registry(file.registry.clone());
         let mut names: Vec<String> = vec!["".into(), "nope".into(), "ß".into(), "padded".into(), " padded ".into()];
@@ -343,13 +346,20 @@ mod tests {
             names.push(family.clone());
             names.extend(e.models.iter().cloned());
         }
-        let mut asked = 0;
+        let (mut asked, mut refused) = (0, 0);
         for n in names {
             for variant in [n.clone(), n.to_uppercase(), n.to_lowercase(), format!("  {n}\t"), n.replace('1', "I")] {
-                assert_eq!(c.family(&variant).ok(), registry.resolve(&variant), "{variant:?}");
+                // A name that covers two VAEs is refused; every other resolves alike.
+                let ambiguous = registry
+                    .resolve(&variant)
+                    .and_then(|f| file.registry.get(f))
+                    .is_some_and(|e| e.ambiguous.keys().any(|a| a.eq_ignore_ascii_case(variant.trim())));
+                refused += usize::from(ambiguous);
+                let want = if ambiguous { None } else { registry.resolve(&variant) };
+                assert_eq!(c.family(&variant).ok(), want, "{variant:?}");
                 asked += 1;
             }
         }
-        assert!(asked > 50, "{asked}");
+        assert!(asked > 50 && refused >= 3, "{asked} {refused}");
     }
 }

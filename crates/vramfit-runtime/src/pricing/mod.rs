@@ -438,19 +438,9 @@ impl Pricer for Coefficients {
             Some(v) => (q.tile != v.run.tile).then_some(q.tile),
             None => tile_asked(q, s.key()),
         };
-        // First what the question itself means: a name people also use for
-        // another VAE. Each warning is a value; its words are made in
-        // `warning.rs` alone.
+        // Each warning is a value; its words are made in `warning.rs` alone.
         let key = || s.key().to_string();
-        let mut warnings: Vec<Warning> = self
-            .ambiguous_name(&q.vae)
-            .map(|(name, words)| Warning::AmbiguousName {
-                name: name.to_string(),
-                family: s.key().vae.to_string(),
-                words: words.to_string(),
-            })
-            .into_iter()
-            .collect();
+        let mut warnings: Vec<Warning> = Vec::new();
         warnings.extend(tile_asked.map(|tile| Warning::TileCoversImage { tile, width: q.width, height: q.height }));
         if let (true, Some([lo, hi])) = (extrapolated, size_range) {
             warnings.push(Warning::Extrapolated { at, line: priced_by(), lo, hi });

@@ -10,8 +10,6 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Warning {
-    /// A name people also use for another VAE.
-    AmbiguousName { name: String, family: String, words: String },
     /// A tile as large as the image: priced untiled.
     TileCoversImage { tile: u32, width: u64, height: u64 },
     /// The size lies outside the pricing line's measured range.
@@ -71,7 +69,6 @@ impl Warning {
     /// The stable code of the kind.
     pub fn code(&self) -> &'static str {
         match self {
-            Warning::AmbiguousName { .. } => "ambiguous-name",
             Warning::TileCoversImage { .. } => "tile-covers-image",
             Warning::Extrapolated { .. } => "extrapolated",
             Warning::VideoEstimate { .. } => "video-estimate",
@@ -96,10 +93,6 @@ impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::words;
         match self {
-            Warning::AmbiguousName { name, family, words: w } => {
-                let at: [(&str, &dyn fmt::Display); 3] = [("name", name), ("family", family), ("words", w)];
-                f.write_str(&words::AMBIGUOUS_NAME.fill(&at))
-            }
             Warning::TileCoversImage { tile, width, height } => {
                 write!(
                     f,
@@ -180,7 +173,6 @@ mod tests {
         let here = Platform::new(ConvBackend::Cudnn, Allocator::Native, Os::Linux);
         let s = || "x".to_string();
         vec![
-            Warning::AmbiguousName { name: s(), family: s(), words: s() },
             Warning::TileCoversImage { tile: 512, width: 256, height: 256 },
             Warning::Extrapolated { at: 1, line: s(), lo: 2, hi: 3 },
             Warning::VideoEstimate { key: s(), host: s() },
@@ -233,6 +225,6 @@ mod tests {
             let words = w.to_string();
             assert!(!words.is_empty() && !words.contains('{'), "{}: {words}", w.code());
         }
-        assert!(all[16].to_string().contains("cudnn/native/linux") && all[16].to_string().contains("166 MiB"));
+        assert!(all[15].to_string().contains("cudnn/native/linux") && all[15].to_string().contains("166 MiB"));
     }
 }
