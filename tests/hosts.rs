@@ -114,6 +114,9 @@ fn cases() -> Vec<(Value, &'static str)> {
          "reserve hunyuanvideo decode 1280x720 --frames 129 --dtype bf16 --host comfyui --os linux"),
         (call(decode, json!(["ltx2", [1, 128, 16, 22, 39], "torch.bfloat16"]), json!({"backend": "miopen"})),
          "reserve ltx2 decode 1248x704 --frames 121 --dtype bf16 --host comfyui --backend miopen --os linux"),
+        // LTX-Video 0.9.x: the same ComfyUI type, its own VAE.
+        (call(decode, json!(["ltx-video", [1, 128, 16, 16, 24], "torch.bfloat16"]), json!({})),
+         "reserve ltxv decode 768x512 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(decode, json!(["wan2.2-5b", [1, 48, 31, 44, 80], "torch.bfloat16"]), json!({})),
          "reserve wan22 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(encode, json!(["flux1", [1, 3, 1024, 768], "torch.bfloat16"]), json!({})),
@@ -617,4 +620,40 @@ fn a_coefficients_argument_that_is_not_coefficients_is_refused_with_words() {
     // The shipped file by path prices as the bundled copy.
     let ok = python_run(&json!([q(json!(crate::common::repo().join("fits/vae.json").display().to_string()))]));
     assert!(ok[0]["ok"].as_u64().is_some(), "{}", ok[0]);
+}
+
+/// docs/hosts.md's table of InvokeAI's bases holds: every base name it
+/// gives a family resolves to that family (video families asked for one
+/// frame of a clip), and a name it says is refused is refused.
+#[test]
+fn the_host_table_names_the_family_each_base_resolves_to() {
+    let doc = std::fs::read_to_string(repo().join("docs/hosts.md")).unwrap();
+    let section = doc.split("**InvokeAI 6.14.2**").nth(1).unwrap().split("**ComfyUI**").next().unwrap();
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`').skip(1).step_by(2).filter(|t| !t.contains('.') || t.starts_with("sd")).map(str::to_string).collect()
+    };
+    let mut checked = 0;
+    for row in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (names, family) = (ticked(cells[1]), ticked(cells[3]));
+        if names.iter().any(|n| n.contains("estimate_") || n == "external") {
+            continue;
+        }
+        for name in &names {
+            let out = vramfit()
+                .args(["--format", "json", "reserve", name, "decode", "1024x1024", "--dtype", "bf16", "--os", "linux"])
+                .output()
+                .unwrap();
+            match family.as_slice() {
+                [f] => {
+                    assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr_of(&out));
+                    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    assert_eq!(v["line"]["vae"], f.as_str(), "{name}");
+                }
+                _ => assert_eq!(out.status.code(), Some(2), "{name} is said to be refused"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "{checked}");
 }

@@ -54,7 +54,12 @@ VAE_TYPES = {
                        lines="sd.py:567-581 (Qwen-Image's VAE has Wan 2.1's keys: loaded as the Wan 2.1 VAE)"),
     "wan21": dict(latent_dim=3, channels=16, spatial=8, temporal=4, lines="sd.py:567-581 (Wan 2.1 VAE)"),
     "wan22": dict(latent_dim=3, channels=48, spatial=16, temporal=4, lines="sd.py:555-566 (Wan 2.2 VAE)"),
-    "ltx2": dict(latent_dim=3, channels=128, spatial=32, temporal=8, lines="sd.py:486-509 (lightricks ltxv)"),
+    "ltx2": dict(latent_dim=3, channels=128, spatial=32, temporal=8,
+                 lines="sd.py:486-509 (lightricks ltxv, version 2: encoder.down_blocks.1.conv.conv.bias)"),
+    # One ComfyUI type serves LTX-Video 0.9.x and LTX-2 alike (version 0: 512-channel conv1, 1: 1024), asked
+    # with the same 128-channel latents at 1/32 and 1/8 of the frames.
+    "ltxv": dict(latent_dim=3, channels=128, spatial=32, temporal=8,
+                 lines="sd.py:486-509 (lightricks ltxv, versions 0 and 1: LTX-Video 0.9.x)"),
     "hunyuanvideo": dict(latent_dim=3, channels=16, spatial=8, temporal=4,
                          lines="sd.py:525-540 (decoder.conv_in.conv: HunyuanVideo, time_compress 4)"),
     "mochi": dict(latent_dim=3, channels=12, spatial=8, temporal=6, lines="sd.py:471-485 (genmo mochi vae)"),
