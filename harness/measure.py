@@ -15,7 +15,7 @@ and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 
 #: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
 VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
-                 "AutoencoderKLHunyuanVideo", "AutoencoderKLCogVideoX", "AutoencoderKLMochi")
+                 "AutoencoderKLHunyuanVideo", "AutoencoderKLHunyuanVideo15", "AutoencoderKLCogVideoX", "AutoencoderKLMochi")
 
 
 def _torch_dtype(torch, name):

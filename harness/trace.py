@@ -61,6 +61,9 @@ CLASS_WALKS = {
     "AutoencoderKLCogVideoX": ("causal", 8),
     "AutoencoderKLMochi": ("all", 0),
     "AutoencoderKLHunyuanVideo": ("tiles", 16),
+    # HunyuanVideo 1.5 decodes and encodes the whole clip at once; its
+    # enable_tiling() tiles only in space (autoencoder_kl_hunyuanvideo15.py).
+    "AutoencoderKLHunyuanVideo15": ("all", 0),
     "AutoencoderKLLTXVideo": ("tiles", 16),
     "AutoencoderKLLTX2Video": ("tiles", 16),
 }

@@ -114,6 +114,9 @@ fn cases() -> Vec<(Value, &'static str)> {
          "reserve hunyuanvideo decode 1280x720 --frames 129 --dtype bf16 --host comfyui --os linux"),
         (call(decode, json!(["ltx2", [1, 128, 16, 22, 39], "torch.bfloat16"]), json!({"backend": "miopen"})),
          "reserve ltx2 decode 1248x704 --frames 121 --dtype bf16 --host comfyui --backend miopen --os linux"),
+        // HunyuanVideo 1.5: 32 channels at 1/16, 4x in time.
+        (call(decode, json!(["hunyuanvideo-1.5", [1, 32, 21, 45, 80], "torch.bfloat16"]), json!({})),
+         "reserve hunyuanvideo15 decode 1280x720 --frames 81 --dtype bf16 --host comfyui --os linux"),
         // LTX-Video 0.9.x: the same ComfyUI type, its own VAE.
         (call(decode, json!(["ltx-video", [1, 128, 16, 16, 24], "torch.bfloat16"]), json!({})),
          "reserve ltxv decode 768x512 --frames 121 --dtype bf16 --host comfyui --os linux"),
@@ -630,7 +633,12 @@ fn the_host_table_names_the_family_each_base_resolves_to() {
     let doc = std::fs::read_to_string(repo().join("docs/hosts.md")).unwrap();
     let section = doc.split("**InvokeAI 6.14.2**").nth(1).unwrap().split("**ComfyUI**").next().unwrap();
     let ticked = |cell: &str| -> Vec<String> {
-        cell.split('`').skip(1).step_by(2).filter(|t| !t.contains('.') || t.starts_with("sd")).map(str::to_string).collect()
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|t| !t.contains('.') || t.starts_with("sd"))
+            .map(str::to_string)
+            .collect()
     };
     let mut checked = 0;
     for row in section.lines().filter(|l| l.starts_with("| `")) {

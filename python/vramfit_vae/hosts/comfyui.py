@@ -63,6 +63,8 @@ VAE_TYPES = {
     "hunyuanvideo": dict(latent_dim=3, channels=16, spatial=8, temporal=4,
                          lines="sd.py:525-540 (decoder.conv_in.conv: HunyuanVideo, time_compress 4)"),
     "mochi": dict(latent_dim=3, channels=12, spatial=8, temporal=6, lines="sd.py:471-485 (genmo mochi vae)"),
+    "hunyuanvideo15": dict(latent_dim=3, channels=32, spatial=16, temporal=4,
+                           lines="sd.py:508-524 (decoder.conv_in.conv with 32 channels: HunyuanVideo 1.5)"),
 }
 
 
