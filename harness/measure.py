@@ -159,7 +159,11 @@ def run_op(vae, op, x):
 
     with torch.no_grad():
         if op == "encode":
-            return vae.encode(x).latent_dist.mode()
+            out = vae.encode(x)
+            # AutoencoderKL's posterior; AutoencoderDC's `latent`, AutoencoderTiny's `latents`.
+            if hasattr(out, "latent_dist"):
+                return out.latent_dist.mode()
+            return out.latent if hasattr(out, "latent") else out.latents
         if getattr(getattr(vae, "config", None), "timestep_conditioning", False):
             # LTX-Video 0.9.1+'s decoder is conditioned on the decode timestep,
             # one per item, as diffusers' LTXPipeline passes it

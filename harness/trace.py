@@ -69,6 +69,15 @@ CLASS_WALKS = {
 }
 
 
+#: The classes that are not read off the convolutions: architectures whose
+#: demand no calibrated class describes (docs/traced.md, "A class nobody
+#: measured").
+CLASSES = {
+    "AutoencoderDC": "dc-ae",
+    "AutoencoderTiny": "tiny",
+}
+
+
 def grid_words():
     """The grid's constants in words: an input of the traces (harness/inputs.py); the walk is this module's source."""
     return json.dumps({
@@ -195,7 +204,7 @@ def facts_of(doc):
     conv3d = any(isinstance(m, torch.nn.Conv3d) for m in vae.modules())
     config = doc["config"]
     facts = [
-        ("class", "causal-3d" if conv3d else "kl-2d"),
+        ("class", CLASSES.get(config["_class_name"]) or ("causal-3d" if conv3d else "kl-2d")),
         ("latent_channels", config.get("latent_channels", config.get("z_dim", 4))),
         ("spatial", measure.spatial_compression(doc)),
         ("params", sum(p.numel() for p in vae.parameters())),
@@ -343,8 +352,9 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
         traced, walked = trace_one(doc, op, dtype, tile, w, h, f)
         decode = "decode(z, timestep).sample" if doc["config"].get("timestep_conditioning") else "decode(z).sample"
-        call = "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode"
-                             else "encode(x).latent_dist.mode()", tiling_words(doc, tile))
+        encode = {"AutoencoderDC": "encode(x).latent", "AutoencoderTiny": "encode(x).latents"}.get(
+            doc["config"]["_class_name"], "encode(x).latent_dist.mode()")
+        call = "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode" else encode, tiling_words(doc, tile))
         rows.append({
             "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,
             "temporal_tile": walked,

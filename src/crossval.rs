@@ -431,7 +431,20 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
     let margin = policy.traced.as_ref().map_or(policy.margin, |t| t.margin);
     let mut checks = Vec::new();
     let mut not_validated = Vec::new();
-    for (key, group) in calibration_points(points, policy, shapes) {
+    let groups = calibration_points(points, policy, shapes);
+    // A family whose class has no measured point at all: nothing can hold
+    // it out, and its price borrows another class's calibration.
+    let calibrated: BTreeSet<crate::registry::ArchClass> = groups.keys().map(|k| k.class).collect();
+    for family in policy.registry.0.keys() {
+        if let Some(class) = policy.class_of(family).filter(|c| !calibrated.contains(c)) {
+            not_validated.push(format!(
+                "{family}: no family of class {} is measured: it is priced from its trace by the most cautious \
+                 calibration of another class (docs/traced.md, \"A class nobody measured\")",
+                class.as_str()
+            ));
+        }
+    }
+    for (key, group) in groups {
         let families: BTreeSet<&str> = group.iter().map(|c| c.point.key.vae.as_str()).collect();
         for family in &families {
             let (held, train): (Vec<_>, Vec<_>) = group.iter().partition(|c| c.point.key.vae.as_str() == *family);

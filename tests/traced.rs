@@ -140,7 +140,7 @@ fn two_configs_added_from_their_traces_price_in_their_traces_ratio() {
 }
 
 #[test]
-fn a_traced_price_never_undercuts_a_measured_line_of_the_family_and_needs_a_calibration() {
+fn a_traced_price_never_undercuts_a_measured_line_and_an_uncalibrated_class_borrows_one() {
     let dir = measured_root();
     let root = dir.path();
     // A measured family's own platform: its line, the trace not consulted.
@@ -153,25 +153,20 @@ fn a_traced_price_never_undercuts_a_measured_line_of_the_family_and_needs_a_cali
     let rocm = reserve(root, "sd", 1024, "miopen");
     assert!(rocm["bytes"].as_u64().unwrap() >= own["bytes"].as_u64().unwrap(), "{rocm}");
     assert_eq!(rocm["traced"]["calibration"], "kl-2d/decode/0/cudnn/native/any/fp16", "{rocm}");
-    // A class nobody measured has no calibration: a causal-3d family with
-    // traces alone has no traced price (and here nothing else prices it).
+    // A class nobody measured has no calibration of its own: a causal-3d
+    // family with traces alone is priced from its trace under the most
+    // cautious calibration there is (kl-2d's here), and the answer says so
+    // (docs/traced.md, "A class nobody measured").
     let made = tempfile::tempdir().unwrap();
     let file = made.path().join("c3.csv");
     fs::write(&file, traces("c3", 500, 0, "class=causal-3d;spatial=8")).unwrap();
     let out = add(root, "c3", &file);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = vramfit()
-        .arg("--root")
-        .arg(root)
-        .args(["--format", "json", "reserve", "c3", "decode", "1024x1024", "--dtype", "fp16", "--os", "linux"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no legacy value"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let c3 = reserve(root, "c3", 1024, "cudnn");
+    assert_eq!(c3["rule"], "traced", "{c3}");
+    assert!(c3["traced"]["calibration"].as_str().unwrap().starts_with("kl-2d/"), "{c3}");
+    let warned = c3["warnings"].to_string();
+    assert!(warned.contains("no family of c3's class, causal-3d, has been measured"), "{warned}");
 }
 
 #[test]
@@ -423,4 +418,35 @@ fn a_line_past_its_measured_range_follows_a_trace_that_grows_faster() {
         cli.as_object_mut().unwrap().remove("coefficients");
         assert_eq!(cli, py, "{op} {side}");
     }
+}
+
+/// A family of a class no family of which is measured (`dc-ae`) is priced
+/// by the traced rule under the most cautious calibration of another class
+/// (here the only one, kl-2d, with FLUX.1's 3× setting it), with a warning
+/// naming its class; `crossval --by family` lists it as not validated. Its
+/// own class's calibration, once measured, takes over.
+#[test]
+fn a_family_of_a_class_nobody_measured_borrows_the_most_cautious_calibration_and_says_so() {
+    let dir = measured_root();
+    let root = dir.path();
+    let file = root.join("dcae.csv");
+    fs::write(&file, traces("dcae", 500, 0, "class=dc-ae;spatial=32")).unwrap();
+    let out = add(root, "dcae", &file);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let policy = fs::read_to_string(root.join("fits/policy.toml")).unwrap();
+    assert!(policy.contains("[vae.dcae]\nclass = \"dc-ae\""), "{policy}");
+    let a = reserve(root, "dcae", 1024, "cudnn");
+    assert_eq!(a["rule"], "traced");
+    let t = &a["traced"];
+    assert!(t["calibration"].as_str().unwrap().starts_with("kl-2d/decode/0/cudnn"), "{t}");
+    assert_eq!(a["op_bytes"].as_u64(), Some(calibrated(t)));
+    let warned: Vec<&str> = a["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(warned.iter().any(|w| w.contains("no family of dcae's class, dc-ae, has been measured")), "{warned:?}");
+    // Its own class has no calibration: the most cautious of the others priced it, never nothing.
+    let cv = vramfit().arg("--root").arg(root).args(["crossval", "--by", "family"]).output().unwrap();
+    let said = String::from_utf8_lossy(&cv.stdout);
+    assert!(said.contains("not validated: dcae: no family of class dc-ae is measured"), "{said}");
+    // A family of a calibrated class gets no such warning.
+    let sd = reserve(root, "sd", 1024, "cudnn");
+    assert!(sd["warnings"].as_array().unwrap().iter().all(|w| !w.as_str().unwrap().contains("has been measured")));
 }

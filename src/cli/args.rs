@@ -159,8 +159,9 @@ pub(super) struct FamilyAddArgs {
     /// The traced rows (`python3 -m harness trace --config FILE --family NAME`).
     #[arg(long, value_name = "FILE")]
     pub(super) traces: PathBuf,
-    /// The architecture class, where the traced one is not what you mean (kl-2d, causal-3d).
-    #[arg(long, value_parser = ["kl-2d", "causal-3d"])]
+    /// The architecture class, where the traced one is not what you mean (kl-2d, causal-3d, dc-ae,
+    /// tiny; the last two have no calibration until one of their families is measured).
+    #[arg(long, value_parser = ["kl-2d", "causal-3d", "dc-ae", "tiny"])]
     pub(super) class: Option<String>,
     /// Seconds to wait for another writer of the same data (0: do not wait).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]

@@ -52,15 +52,25 @@ pub enum ArchClass {
     /// (Qwen-Image, Wan, HunyuanVideo, CogVideoX, Mochi, LTX).
     #[serde(rename = "causal-3d")]
     Causal3d,
+    /// Deep-compression autoencoders: 32x and more in space with
+    /// linear-attention stages (Sana's DC-AE). No point is measured yet.
+    #[serde(rename = "dc-ae")]
+    DeepCompression,
+    /// Tiny distilled decoders: a few plain convolutions (TAESD, TAEHV).
+    /// No point is measured yet.
+    #[serde(rename = "tiny")]
+    Tiny,
 }
 
 impl ArchClass {
-    pub const ALL: [ArchClass; 2] = [ArchClass::Kl2d, ArchClass::Causal3d];
+    pub const ALL: [ArchClass; 4] = [ArchClass::Kl2d, ArchClass::Causal3d, ArchClass::DeepCompression, ArchClass::Tiny];
 
     pub fn as_str(&self) -> &'static str {
         match self {
             ArchClass::Kl2d => "kl-2d",
             ArchClass::Causal3d => "causal-3d",
+            ArchClass::DeepCompression => "dc-ae",
+            ArchClass::Tiny => "tiny",
         }
     }
 }

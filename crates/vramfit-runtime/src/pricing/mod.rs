@@ -464,6 +464,16 @@ impl Pricer for Coefficients {
                 base_mib: t.calibration.base_mib,
                 margin: self.traced_margin(),
             });
+            if let Some(class) = t.borrowed_from_class {
+                let c = t.calibration;
+                let calibration =
+                    format!("{}/{}/{}/{}/{}/{}/{}", c.class, c.op, c.tile, c.conv_backend, c.allocator, c.os, c.dtype);
+                warnings.push(Warning::UncalibratedClass {
+                    family: s.key().vae.to_string(),
+                    class: class.as_str(),
+                    calibration,
+                });
+            }
             if t.extrapolated() {
                 let [lo, hi] = t.shape.size_range;
                 warnings.push(Warning::TraceExtrapolated { at: t.at, family: s.key().vae.to_string(), lo, hi });

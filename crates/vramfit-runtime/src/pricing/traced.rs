@@ -22,6 +22,9 @@ pub(super) struct TracedOn<'a> {
     /// The calibration's price of the traced bytes, plus `copies` (no clip,
     /// no growth).
     pub bytes: u64,
+    /// The family's class has no calibration at all (no family of it is
+    /// measured): the calibration is another class's, the most cautious.
+    pub borrowed_from_class: Option<crate::registry::ArchClass>,
 }
 
 impl TracedOn<'_> {
@@ -112,6 +115,16 @@ impl Coefficients {
             // Nothing here nor in this dtype: every calibration of the class.
             found = of_class(tile).collect();
         }
+        // A class no family of which is measured has no calibration at all:
+        // priced by the most cautious calibration of any class for the op
+        // (the highest price at these traced bytes), and said so.
+        let uncalibrated = !section.calibrations.iter().any(|c| c.class == class);
+        if uncalibrated {
+            let any_class = section.calibrations.iter().filter(|c| c.op == key.op && c.tile == 0);
+            let here_or_dtype: Vec<&Calibration> =
+                any_class.clone().filter(|c| here(c) && c.dtype == key.dtype).collect();
+            found = if here_or_dtype.is_empty() { any_class.collect() } else { here_or_dtype };
+        }
         // The highest price; a tie keeps the first in the file's order.
         let mut best: Option<(&Calibration, u64)> = None;
         for c in found {
@@ -123,7 +136,8 @@ impl Coefficients {
         let Some((calibration, bytes)) = best else { return Ok(None) };
         let bytes =
             bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
-        Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes }))
+        let borrowed_from_class = uncalibrated.then_some(class);
+        Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes, borrowed_from_class }))
     }
 }
 

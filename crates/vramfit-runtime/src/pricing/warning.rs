@@ -30,6 +30,8 @@ pub enum Warning {
         base_mib: u64,
         margin: String,
     },
+    /// The family's class has no calibration: another class's priced it.
+    UncalibratedClass { family: String, class: &'static str, calibration: String },
     /// The traced rule's coordinate lies outside the shape's traced range.
     TraceExtrapolated { at: u64, family: String, lo: u64, hi: u64 },
     /// Another dtype's line on this platform sets the floor.
@@ -74,6 +76,7 @@ impl Warning {
             Warning::VideoEstimate { .. } => "video-estimate",
             Warning::NoLine { .. } => "no-line",
             Warning::Traced { .. } => "traced",
+            Warning::UncalibratedClass { .. } => "uncalibrated-class",
             Warning::TraceExtrapolated { .. } => "trace-extrapolated",
             Warning::OtherDtypeFloor { .. } => "other-dtype-floor",
             Warning::FamilyTraced { .. } => "family-traced",
@@ -112,6 +115,11 @@ impl fmt::Display for Warning {
                 "no line measured for {key} on this platform: priced by the traced rule, its trace ({traced} B at {at} \
                  {unit}) scaled by class {class}'s calibration on {families} ({slope} B of demand per traced byte + \
                  {base_mib} MiB, margin {margin})"
+            ),
+            Warning::UncalibratedClass { family, class, calibration } => write!(
+                f,
+                "no family of {family}'s class, {class}, has been measured: its trace is scaled by the most cautious \
+                 calibration of another class ({calibration}), not by its own class's; measure it to calibrate {class}"
             ),
             Warning::TraceExtrapolated { at, family, lo, hi } => write!(
                 f,
@@ -188,6 +196,7 @@ mod tests {
                 base_mib: 3,
                 margin: s(),
             },
+            Warning::UncalibratedClass { family: s(), class: "dc-ae", calibration: s() },
             Warning::TraceExtrapolated { at: 1, family: s(), lo: 2, hi: 3 },
             Warning::OtherDtypeFloor { by: s(), by_dtype: Dtype::Fp16, dtype: Dtype::Bf16 },
             Warning::FamilyTraced { family: s() },
@@ -225,6 +234,7 @@ mod tests {
             let words = w.to_string();
             assert!(!words.is_empty() && !words.contains('{'), "{}: {words}", w.code());
         }
-        assert!(all[15].to_string().contains("cudnn/native/linux") && all[15].to_string().contains("166 MiB"));
+        let borrowed = all.last().unwrap().to_string();
+        assert!(borrowed.contains("cudnn/native/linux") && borrowed.contains("166 MiB"), "{borrowed}");
     }
 }
