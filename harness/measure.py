@@ -59,7 +59,9 @@ def _tile(vae, tile):
 
     params = inspect.signature(vae.enable_tiling).parameters
     if "tile_sample_min_height" in params:
-        stride = tile * 3 // 4 // 8 * 8
+        # A stride of whole latent pixels: 8 px for the 8x VAEs, 32 for a DC-AE.
+        step = int(getattr(vae, "spatial_compression_ratio", None) or 8)
+        stride = tile * 3 // 4 // step * step
         vae.enable_tiling(tile_sample_min_height=tile, tile_sample_min_width=tile,
                           tile_sample_stride_height=stride, tile_sample_stride_width=stride)
         return
