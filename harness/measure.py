@@ -155,17 +155,19 @@ def make_input(doc, op, dtype, width, height, batch, device, frames=1):
     return torch.randn(shape, device=device, dtype=_torch_dtype(torch, dtype))
 
 
+#: Where an encode's latents are when it returns no posterior (`latent_dist`, AutoencoderKL's).
+ENCODED = {"AutoencoderDC": "latent", "AutoencoderTiny": "latents"}
+
+
 def run_op(vae, op, x):
     """The op as a host runs it: `decode(z).sample` or `encode(x).latent_dist.mode()`."""
     import torch
 
     with torch.no_grad():
         if op == "encode":
+            field = ENCODED.get(type(vae).__name__)
             out = vae.encode(x)
-            # AutoencoderKL's posterior; AutoencoderDC's `latent`, AutoencoderTiny's `latents`.
-            if hasattr(out, "latent_dist"):
-                return out.latent_dist.mode()
-            return out.latent if hasattr(out, "latent") else out.latents
+            return getattr(out, field) if field else out.latent_dist.mode()
         if getattr(getattr(vae, "config", None), "timestep_conditioning", False):
             # LTX-Video 0.9.1+'s decoder is conditioned on the decode timestep,
             # one per item, as diffusers' LTXPipeline passes it

@@ -346,14 +346,15 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     import diffusers
     import torch
 
+    from . import measure
+
     digest = config_digest(doc)
     facts = facts_of(doc)
     rows = []
     for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
         traced, walked = trace_one(doc, op, dtype, tile, w, h, f)
         decode = "decode(z, timestep).sample" if doc["config"].get("timestep_conditioning") else "decode(z).sample"
-        encode = {"AutoencoderDC": "encode(x).latent", "AutoencoderTiny": "encode(x).latents"}.get(
-            doc["config"]["_class_name"], "encode(x).latent_dist.mode()")
+        encode = "encode(x).%s" % (measure.ENCODED.get(doc["config"]["_class_name"]) or "latent_dist.mode()")
         call = "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode" else encode, tiling_words(doc, tile))
         rows.append({
             "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,

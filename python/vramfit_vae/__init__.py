@@ -31,6 +31,8 @@ onto this API.
 from typing import Tuple
 
 from ._native import (
+    ALLOC_VARS,
+    HIP_ALLOC_VAR,
     RUNTIME_VERSION,
     VERSION,
     Budget,
@@ -42,6 +44,7 @@ from ._native import (
     allocator_of_conf,
     budget,
     bundled,
+    coefficients_of as _coefficients_of,
     load,
     plan,
     refusal_codes,
@@ -73,16 +76,3 @@ FORMAT = VERSION
 #: Every ``Refusal.code``: ``refused`` (the query cannot be priced as asked), ``too-large`` (past 64 bits of
 #: bytes), ``budget`` (a budget the plan cannot be given), ``file`` (the coefficients file), ``overflow``.
 REFUSAL_CODES: Tuple[str, ...] = tuple(refusal_codes())
-
-#: The allocator variables in the order PyTorch reads them; a ROCm build reads ``HIP_ALLOC_VAR`` first.
-ALLOC_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
-HIP_ALLOC_VAR = "PYTORCH_HIP_ALLOC_CONF"
-
-
-def _coefficients_of(coefficients):
-    """What ``coefficients=`` names: None for the bundled copy, a :class:`Coefficients`, or a path to load."""
-    if coefficients is None:
-        return bundled()
-    if isinstance(coefficients, Coefficients):
-        return coefficients
-    return load(coefficients)

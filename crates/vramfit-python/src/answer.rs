@@ -304,12 +304,7 @@ pub struct Budget {
 
 impl From<vramfit_runtime::plan::Budget> for Budget {
     fn from(b: vramfit_runtime::plan::Budget) -> Budget {
-        let bound = match b.from {
-            vramfit_runtime::plan::BudgetFrom::Share => "share",
-            vramfit_runtime::plan::BudgetFrom::Cap => "cap",
-            vramfit_runtime::plan::BudgetFrom::CapUnknownFree => "cap-unknown-free",
-        };
-        Budget { bytes: b.bytes, bound }
+        Budget { bytes: b.bytes, bound: b.from.as_str() }
     }
 }
 

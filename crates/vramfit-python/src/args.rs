@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 use vramfit_runtime::exact::Ratio;
 use vramfit_runtime::pricing::platform::EnvSnapshot;
 use vramfit_runtime::pricing::Choice;
-use vramfit_runtime::vocab::{Allocator, Dtype, Os};
+use vramfit_runtime::vocab::Dtype;
 use vramfit_runtime::words;
 
 const U32_MAX: u64 = u32::MAX as u64;
@@ -186,14 +186,6 @@ where
         return Ok(Choice::Auto);
     }
     spelled::<T>(v).map(Choice::Given)
-}
-
-pub fn allocator(v: &Bound<'_, PyAny>) -> PyResult<Choice<Allocator>> {
-    choice::<Allocator>(v)
-}
-
-pub fn os(v: &Bound<'_, PyAny>) -> PyResult<Choice<Os>> {
-    choice::<Os>(v)
 }
 
 /// `share=`: a number or a decimal text, read exactly as `--share` reads

@@ -132,6 +132,13 @@ fn load(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Coefficients> {
     Ok(Coefficients { inner: Arc::new(c) })
 }
 
+/// `coefficients=` as every call reads it, for the host drop-ins.
+#[pyfunction]
+#[pyo3(name = "coefficients_of", signature = (given=None))]
+fn coefficients_of_py(py: Python<'_>, given: Option<&Bound<'_, PyAny>>) -> PyResult<Coefficients> {
+    Ok(Coefficients { inner: coefficients_of(py, given)? })
+}
+
 /// What `coefficients=` names: None for the bundled copy, a `Coefficients`,
 /// or a path to load.
 fn coefficients_of(py: Python<'_>, given: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<pricing::Coefficients>> {
@@ -172,11 +179,11 @@ fn query_of(
     let dtype = args::dtype(kw.get("dtype"))?;
     let loaded_dtype = args::dtype(kw.get("loaded_dtype"))?;
     let allocator = match kw.get("allocator") {
-        Some(a) => args::allocator(a)?,
+        Some(a) => args::choice(a)?,
         None => pricing::Choice::Auto,
     };
     let os = match kw.get("os") {
-        Some(o) => args::os(o)?,
+        Some(o) => args::choice(o)?,
         None => pricing::Choice::Auto,
     };
     let fp32 = kw.get("fp32").filter(|v| !v.is_none()).map(|v| v.is_truthy()).transpose()?;
@@ -298,6 +305,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Refusal", m.py().get_type::<Refusal>())?;
     m.add("VERSION", contract::VERSION)?;
     m.add("RUNTIME_VERSION", env!("CARGO_PKG_VERSION"))?;
+    // The allocator variables in the order PyTorch reads them; ROCm reads HIP_ALLOC_VAR first.
+    m.add("ALLOC_VARS", pyo3::types::PyTuple::new(m.py(), pricing::platform::ALLOC_VARS)?)?;
+    m.add("HIP_ALLOC_VAR", pricing::platform::HIP_ALLOC_VAR)?;
     m.add_class::<Coefficients>()?;
     m.add_class::<Reservation>()?;
     m.add_class::<LineKey>()?;
@@ -310,5 +320,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bundled, m)?)?;
     m.add_function(wrap_pyfunction!(allocator_of_conf, m)?)?;
     m.add_function(wrap_pyfunction!(refusal_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(coefficients_of_py, m)?)?;
     Ok(())
 }

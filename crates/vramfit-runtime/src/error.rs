@@ -89,13 +89,6 @@ impl Error {
         self.code = code;
         self
     }
-
-    /// The same refusal with `prefix: ` before its words (the flag or file
-    /// it concerns).
-    pub fn prefixed(mut self, prefix: impl std::fmt::Display) -> Error {
-        self.words = format!("{prefix}: {}", self.words);
-        self
-    }
 }
 
 impl std::fmt::Display for Error {

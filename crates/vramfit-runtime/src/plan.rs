@@ -29,6 +29,17 @@ pub enum BudgetFrom {
     CapUnknownFree,
 }
 
+impl BudgetFrom {
+    /// The word the JSON answer uses.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BudgetFrom::Share => "share",
+            BudgetFrom::Cap => "cap",
+            BudgetFrom::CapUnknownFree => "cap-unknown-free",
+        }
+    }
+}
+
 /// The memory a workload may use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Budget {

@@ -35,7 +35,7 @@ impl Coefficients {
         };
         let too_large = || {
             let at: [(&str, &dyn std::fmt::Display); 3] = [("width", &w), ("height", &h), ("items", &items)];
-            super::too_large(crate::words::ATTENTION_TOO_LARGE.fill(&at))
+            crate::error::Error::too_large(crate::words::ATTENTION_TOO_LARGE.fill(&at))
         };
         let sequence = block.sequence(w, h).ok_or_else(too_large)?;
         let phase = platform.phase(&block, held_tensors, key.dtype, sequence, items).ok_or_else(too_large)?;

@@ -3,7 +3,7 @@
 //! family, every name a query may give. Built once per file; a pricing
 //! only looks things up.
 
-use super::{too_large, Query, Rule};
+use super::{Query, Rule};
 use crate::contract::{reserve_bytes, CoefficientsFile, LineKey};
 use crate::error::Result;
 use crate::registry::Registry;
@@ -26,7 +26,8 @@ pub struct LineCoef {
 
 impl LineCoef {
     pub fn at(&self, pixels: u64) -> Result<u64> {
-        reserve_bytes(self.slope_centi, self.base_mib, pixels).map_err(|e| too_large(e.to_string()))
+        reserve_bytes(self.slope_centi, self.base_mib, pixels)
+            .map_err(|e| crate::error::Error::too_large(e.to_string()))
     }
 }
 

@@ -35,14 +35,6 @@ use steps::{Ask, Candidate};
 use tiled::TileOn;
 pub use video::measured_here;
 
-/// A figure past what 64 bits of bytes hold: the request is too large to
-/// price. Its own code, because the monotone composition tells it apart
-/// from a smaller request no rule can price: a request that contains one
-/// too large to price is too large itself.
-pub(crate) fn too_large(words: impl Into<String>) -> Error {
-    Error::too_large(words)
-}
-
 impl Coefficients {
     /// The run dtype: `--dtype`; else the SD nodes' `fp32` switch; else the loaded dtype.
     fn run_dtype(&self, q: &Query, family: &str) -> Result<Detected<Dtype>> {
@@ -173,7 +165,7 @@ impl Coefficients {
         })?;
         params
             .checked_mul(run.elem_bytes() - loaded.elem_bytes())
-            .ok_or_else(|| too_large(format!("cast growth of {family} overflows")))
+            .ok_or_else(|| Error::too_large(format!("cast growth of {family} overflows")))
     }
 
     /// The traced margin as shipped, exact decimal ("0" when none).
@@ -253,7 +245,7 @@ fn pixels(q: &Query) -> Result<u64> {
         crate::error::refuse!("width, height and batch must be positive");
     }
     crate::exact::pixels(q.width, q.height, q.batch).ok_or_else(|| {
-        too_large(words::TOO_LARGE.fill(&[("width", &q.width), ("height", &q.height), ("batch", &q.batch)]))
+        Error::too_large(words::TOO_LARGE.fill(&[("width", &q.width), ("height", &q.height), ("batch", &q.batch)]))
     })
 }
 
@@ -415,7 +407,7 @@ impl Coefficients {
     /// The answer's bytes: the op's own price plus the first use it includes.
     fn with_first_use(op_bytes: u64, term: Option<&FirstUseTerm>) -> Result<u64> {
         let add = term.filter(|t| t.included).map_or(0, |t| t.bytes);
-        op_bytes.checked_add(add).ok_or_else(|| too_large(words::RESERVATION_TOO_LARGE.text))
+        op_bytes.checked_add(add).ok_or_else(|| Error::too_large(words::RESERVATION_TOO_LARGE.text))
     }
 }
 

@@ -40,7 +40,7 @@ impl Coefficients {
                 Err(e) if e.code() == crate::error::Code::TooLarge => {
                     let at: [(&str, &dyn std::fmt::Display); 4] =
                         [("width", &q.width), ("height", &q.height), ("batch", &q.batch), ("error", &e)];
-                    return Err(super::too_large(crate::words::CONTAINS_TOO_LARGE.fill(&at)));
+                    return Err(crate::error::Error::too_large(crate::words::CONTAINS_TOO_LARGE.fill(&at)));
                 }
                 Err(_) => continue,
             };

@@ -37,11 +37,12 @@ impl Coefficients {
         }
         let Some((host, h, given)) = self.tiling_host(q)? else { return Ok(None) };
         let t = u64::from(key.tile);
-        let tile_pixels = crate::exact::pixels(t.min(q.width), t.min(q.height), q.batch)
-            .ok_or_else(|| super::too_large(format!("tile {t} × batch {} is too large to price", q.batch)))?;
-        let copies_bytes = h
-            .copies_bytes(key.dtype, pixels)
-            .ok_or_else(|| super::too_large(crate::words::COPIES_TOO_LARGE.fill(&[("pixels", &pixels)])))?;
+        let tile_pixels = crate::exact::pixels(t.min(q.width), t.min(q.height), q.batch).ok_or_else(|| {
+            crate::error::Error::too_large(format!("tile {t} × batch {} is too large to price", q.batch))
+        })?;
+        let copies_bytes = h.copies_bytes(key.dtype, pixels).ok_or_else(|| {
+            crate::error::Error::too_large(crate::words::COPIES_TOO_LARGE.fill(&[("pixels", &pixels)]))
+        })?;
         Ok(Some(TileOn { host, given, h, tile_pixels, copies_bytes }))
     }
 }

@@ -97,7 +97,7 @@ impl Coefficients {
             (None, _) => return Ok(None),
         };
         let Some(traced) = shape.at(at) else {
-            return Err(super::too_large(crate::words::RESERVATION_TOO_LARGE.text));
+            return Err(crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text));
         };
         let of_class = |tile: u32| {
             section.calibrations.iter().filter(move |c| c.class == class && c.op == key.op && c.tile == tile)
@@ -128,14 +128,17 @@ impl Coefficients {
         // The highest price; a tie keeps the first in the file's order.
         let mut best: Option<(&Calibration, u64)> = None;
         for c in found {
-            let bytes = c.price(traced).map_err(|_| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
+            let bytes = c
+                .price(traced)
+                .map_err(|_| crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
             if best.is_none_or(|(_, b)| bytes > b) {
                 best = Some((c, bytes));
             }
         }
         let Some((calibration, bytes)) = best else { return Ok(None) };
-        let bytes =
-            bytes.checked_add(copies).ok_or_else(|| super::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
+        let bytes = bytes
+            .checked_add(copies)
+            .ok_or_else(|| crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text))?;
         let borrowed_from_class = uncalibrated.then_some(class);
         Ok(Some(TracedOn { shape, calibration, at, traced, copies, bytes, borrowed_from_class }))
     }
@@ -197,7 +200,7 @@ impl Coefficients {
     pub(super) fn past_range(&self, key: &LineKey, coef: &LineCoef, at: u64) -> Result<Option<PastRange<'_>>> {
         let Some([_, end]) = coef.size_range else { return Ok(None) };
         let Some(shape) = self.shape_of(key, key.tile).filter(|_| at > end) else { return Ok(None) };
-        let too_large = || super::too_large(crate::words::RESERVATION_TOO_LARGE.text);
+        let too_large = || crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text);
         let (Some(traced_at_end), Some(traced_at)) = (shape.at(end), shape.at(at)) else { return Err(too_large()) };
         let line_at_end = coef.at(end)?;
         let Some(grown) = crate::contract::traced::grown_past_end(line_at_end, traced_at_end, traced_at) else {

@@ -62,7 +62,7 @@ impl Coefficients {
         let too_large = || {
             let at: [(&str, &dyn std::fmt::Display); 4] =
                 [("width", &width), ("height", &height), ("frames", &frames), ("batch", &batch)];
-            super::too_large(crate::words::CLIP_TOO_LARGE.fill(&at))
+            crate::error::Error::too_large(crate::words::CLIP_TOO_LARGE.fill(&at))
         };
         let working_set = run.working_set(facts).ok_or_else(too_large)?;
         let copies = self.file.video.as_ref().map_or(Ratio::zero(), |v| v.clip_copies(key.op));

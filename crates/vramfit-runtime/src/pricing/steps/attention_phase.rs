@@ -32,7 +32,7 @@ impl Step for AttentionPhase {
                 let latent = on.facts.latent_frames(on.facts.working_frames(on.run.frames, on.run.temporal_tile));
                 q.batch
                     .checked_mul(latent)
-                    .ok_or_else(|| crate::pricing::too_large(crate::words::RESERVATION_TOO_LARGE.text))?
+                    .ok_or_else(|| crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text))?
             }
             None => q.batch,
         };

@@ -28,7 +28,9 @@ impl Step for HostEstimate {
         let key = &ask.resolved.key;
         for (e, bytes) in v.estimates(&key.vae, key.op, on.facts, on.run) {
             let bytes = bytes.ok_or_else(|| {
-                crate::pricing::too_large(crate::words::ESTIMATE_TOO_LARGE.fill(&[("host", &e.host), ("key", key)]))
+                crate::error::Error::too_large(
+                    crate::words::ESTIMATE_TOO_LARGE.fill(&[("host", &e.host), ("key", key)]),
+                )
             })?;
             if on.estimate.is_none_or(|(_, b)| bytes > b) {
                 on.estimate = Some((e, bytes));

@@ -185,7 +185,7 @@ pub(super) fn compose<'a>(c: &'a Coefficients, q: &Query, ask: &mut Ask<'a>) -> 
 }
 
 fn add(a: u64, b: u64) -> Result<u64> {
-    a.checked_add(b).ok_or_else(|| crate::pricing::too_large(crate::words::RESERVATION_TOO_LARGE.text))
+    a.checked_add(b).ok_or_else(|| crate::error::Error::too_large(crate::words::RESERVATION_TOO_LARGE.text))
 }
 
 #[cfg(test)]
