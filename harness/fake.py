@@ -78,3 +78,65 @@ def measure(config, op, tile, dtype, width, height, batch, env, run, key, frames
 def facts():
     """What a real child reads off torch and the driver."""
     return {"device": "fake", "driver_version": "", "torch": "", "diffusers": "", "conv_backend": "cudnn"}
+
+
+class Cuda:
+    """The fake card as a ``torch.cuda``-like module, for ``vramfit_vae.Observer(device=...)``: what a host's
+    op on it takes comes from :func:`measure` (``run``), the peaks and the driver's used memory move as a
+    caching allocator's would, and ``facts()`` says the device is ``fake`` (so ``ingest`` refuses the rows
+    without ``--allow-simulated``). ``extra`` bytes make an op take more than the memory model says (an
+    under-reservation on purpose)."""
+
+    def __init__(self, env=None):
+        self.env = dict(env or {})
+        self.reserved = self.allocated = self.peak_reserved = self.peak_allocated = 0
+        self.used = 1 << 30  # the host's weights, on the driver's side
+        self.first = True
+
+    def is_available(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def empty_cache(self):
+        self.used -= self.reserved - self.allocated
+        self.reserved = self.allocated
+
+    def reset_peak_memory_stats(self):
+        self.peak_reserved, self.peak_allocated = self.reserved, self.allocated
+
+    def memory_reserved(self):
+        return self.reserved
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def max_memory_reserved(self):
+        return self.peak_reserved
+
+    def max_memory_allocated(self):
+        return self.peak_allocated
+
+    def mem_get_info(self):
+        return CAPACITY - self.used, CAPACITY
+
+    def get_device_name(self):
+        return "fake"
+
+    def facts(self):
+        return {"device": "fake", "torch": "", "accelerator": "", "conv_library": "", "conv_backend": "cudnn"}
+
+    def run(self, config, op, dtype, width, height, batch=1, tile=0, frames=1, extra=0):
+        """One op on the fake card: its activations come and go, its reserve stays cached (as PyTorch's
+        caching allocator keeps it). Returns a deterministic stand-in for the op's output."""
+        key = "%s-%s-%s-%dx%dx%d" % (op, dtype, tile, width, height, batch)
+        reserved, allocated, driver = measure(config, op, tile, dtype, width, height, batch, self.env, 1, key,
+                                              frames=frames, first=self.first)
+        self.first = False
+        self.peak_allocated = max(self.peak_allocated, self.allocated + allocated + extra)
+        grown = reserved + extra
+        self.peak_reserved = max(self.peak_reserved, self.reserved + grown)
+        self.reserved += grown
+        self.used += max(driver + extra, grown)
+        return (op, width, height, batch, frames)

@@ -14,8 +14,9 @@ and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 """
 
 #: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
-VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
-                 "AutoencoderKLHunyuanVideo", "AutoencoderKLHunyuanVideo15", "AutoencoderKLCogVideoX", "AutoencoderKLMochi")
+VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLQwenImage21", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
+                 "AutoencoderKLHunyuanVideo", "AutoencoderKLHunyuanVideo15", "AutoencoderKLCogVideoX", "AutoencoderKLMochi",
+                 "AutoencoderKLCosmos", "AutoencoderKLMagvit")
 
 
 def _torch_dtype(torch, name):
@@ -50,8 +51,8 @@ def facts():
 
 def _tile(vae, tile):
     """Tiles of `tile` pixels. The image VAEs (`AutoencoderKL`,
-    `AutoencoderKLFlux2`) read `tile_sample_min_size` and the latent tile
-    derived from it (an eighth: three downsamples); the video-style ones
+    `AutoencoderKLFlux2`, `AutoencoderKLHunyuanImage`) read
+    `tile_sample_min_size` and the latent tile derived from it; the video-style ones
     (`AutoencoderKLQwenImage`, Wan's family) take the tile's height and
     width in `enable_tiling`, with a stride of three quarters of it (their
     default overlap ratio)."""
@@ -67,7 +68,10 @@ def _tile(vae, tile):
         return
     vae.enable_tiling()
     vae.tile_sample_min_size = tile
-    vae.tile_latent_min_size = tile // 8
+    # The latent tile is the pixel tile over the class's own compression:
+    # an eighth for AutoencoderKL, a 32nd for HunyuanImage 2.1's VAE.
+    ratio = getattr(vae.config, "spatial_compression_ratio", None) or 8
+    vae.tile_latent_min_size = tile // int(ratio)
 
 
 def build(doc, dtype, device, tile=0):
@@ -84,7 +88,9 @@ def build(doc, dtype, device, tile=0):
         # Shapes and storages without data: built on the meta device directly.
         with torch.device("meta"):
             vae = cls.from_config(config)
-        vae = vae.to(dtype=_torch_dtype(torch, dtype)).eval()
+        # A buffer cloned from a module-level CPU tensor (Cosmos's wavelets)
+        # is not a factory call and lands on the CPU: move it too.
+        vae = vae.to(device="meta", dtype=_torch_dtype(torch, dtype)).eval()
     else:
         vae = cls.from_config(config).to(device=device, dtype=_torch_dtype(torch, dtype)).eval()
     if tile:
@@ -128,10 +134,18 @@ def latent_frames(doc, frames):
     return (frames - 1) // temporal_compression(doc) + 1
 
 
+def pixel_channels(doc):
+    """Channels of the image a VAE encodes and decodes: 3 (RGB) unless the
+    document says otherwise (Qwen-Image 2.1's VAE works in RGBA). Read from
+    the document, not the config: a config's `in_channels` is not always the
+    image's (Mochi's encoder counts its Fourier features)."""
+    return doc.get("pixel_channels", 3)
+
+
 def input_shape(doc, op, width, height, batch, frames=1):
     """The tensor an op takes: latents for a decode, the image or clip for an encode."""
     s = spatial_compression(doc)
-    shape = [batch, _channels(doc), height // s, width // s] if op == "decode" else [batch, 3, height, width]
+    shape = [batch, _channels(doc), height // s, width // s] if op == "decode" else [batch, pixel_channels(doc), height, width]
     if _video(doc):
         shape.insert(2, latent_frames(doc, frames) if op == "decode" else frames)
     return shape
@@ -140,7 +154,7 @@ def input_shape(doc, op, width, height, batch, frames=1):
 def expected_shape(doc, op, width, height, batch, frames=1):
     """What the op must return: the image or clip for a decode, the latent mode for an encode."""
     s = spatial_compression(doc)
-    shape = [batch, 3, height, width] if op == "decode" else [batch, _channels(doc), height // s, width // s]
+    shape = [batch, pixel_channels(doc), height, width] if op == "decode" else [batch, _channels(doc), height // s, width // s]
     if _video(doc):
         shape.insert(2, frames if op == "decode" else latent_frames(doc, frames))
     return shape

@@ -64,6 +64,11 @@ CLASS_WALKS = {
     # HunyuanVideo 1.5 decodes and encodes the whole clip at once; its
     # enable_tiling() tiles only in space (autoencoder_kl_hunyuanvideo15.py).
     "AutoencoderKLHunyuanVideo15": ("all", 0),
+    # EasyAnimate's VAE decodes the first latent frame, then one at a time
+    # (num_latent_frames_batch_size 1, autoencoder_kl_magvit.py _decode).
+    "AutoencoderKLMagvit": ("causal", 4),
+    # Cosmos 1.0's tokenizer has no tiled path: the whole clip at once.
+    "AutoencoderKLCosmos": ("all", 0),
     "AutoencoderKLLTXVideo": ("tiles", 16),
     "AutoencoderKLLTX2Video": ("tiles", 16),
 }
@@ -75,6 +80,8 @@ CLASS_WALKS = {
 CLASSES = {
     "AutoencoderDC": "dc-ae",
     "AutoencoderTiny": "tiny",
+    # A Haar-wavelet patcher and unpatcher around causal 3-D blocks.
+    "AutoencoderKLCosmos": "wavelet",
 }
 
 
@@ -330,9 +337,13 @@ def grid(doc, ops=OPS, dtypes=DTYPES):
     frames_list = clip_frames(doc, VIDEO_FRAMES) if video else (1,)
     host = doc.get("host_tiling")
     tiles = ((0, host["tile"]) if host else (0,)) if video else IMAGE_TILES
+    # An op the class cannot run tiled (the document says why) is traced untiled only.
+    untiled = set((doc.get("untiled") or {}).get("ops", ()))
     for op in ops:
         for dtype in dtypes:
             for tile in tiles:
+                if tile and op in untiled:
+                    continue
                 for (w, h) in sizes:
                     if tile and tile >= w and tile >= h:
                         continue  # a tile covering the image runs untiled

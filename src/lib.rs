@@ -16,7 +16,7 @@
 // The runtime crate's modules, at the paths the rest of the house names
 // them by (`crate::pricing`, `crate::contract`, …): the floors below
 // `points` are a crate of their own, and this crate only uses them.
-pub use vramfit_runtime::{contract, error, exact, plan, pricing, registry, text, units, vocab, words};
+pub use vramfit_runtime::{contract, error, exact, observe, plan, pricing, registry, text, units, vocab, words};
 
 pub mod cli;
 pub mod coefficients;
@@ -32,6 +32,7 @@ pub mod fsio;
 pub mod heap;
 pub mod ingest;
 pub mod lines;
+pub mod observed;
 pub mod par;
 pub mod places;
 pub mod plot;

@@ -120,6 +120,13 @@ fn cases() -> Vec<(Value, &'static str)> {
         // LTX-Video 0.9.x: the same ComfyUI type, its own VAE.
         (call(decode, json!(["ltx-video", [1, 128, 16, 16, 24], "torch.bfloat16"]), json!({})),
          "reserve ltxv decode 768x512 --frames 121 --dtype bf16 --host comfyui --os linux"),
+        // HunyuanImage 2.1: 64 channels at 1/32, an image type; Cosmos 1.0: 16 channels, 8x8x8.
+        (call(decode, json!(["hunyuanimage-2.1", [1, 64, 64, 64], "torch.bfloat16"]), json!({})),
+         "reserve hunyuanimage decode 2048x2048 --dtype bf16 --host comfyui --os linux"),
+        (call(decode, json!(["cosmos-1.0", [1, 16, 16, 88, 160], "torch.bfloat16"]), json!({})),
+         "reserve cosmos1 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
+        (call(encode, json!(["cosmos-1.0", [1, 3, 121, 704, 1280], "torch.bfloat16"]), json!({})),
+         "reserve cosmos1 encode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(decode, json!(["wan2.2-5b", [1, 48, 31, 44, 80], "torch.bfloat16"]), json!({})),
          "reserve wan22 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(encode, json!(["flux1", [1, 3, 1024, 768], "torch.bfloat16"]), json!({})),

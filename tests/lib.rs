@@ -17,6 +17,7 @@ mod ingest;
 mod input_edges;
 mod monotone;
 mod newcomer;
+mod observe;
 mod plan;
 mod plot;
 mod points;

@@ -67,6 +67,28 @@ fn a_name_that_covers_two_vaes_is_refused_with_the_choice_named() {
     }
 }
 
+/// `cosmos` alone names Cosmos 1.0's wavelet tokenizer and the Wan 2.1 VAE
+/// Cosmos 2 and 2.5 decode through (diffusers' Cosmos2*Pipeline takes
+/// AutoencoderKLWan): refused with both choices; the versioned names price.
+#[test]
+fn cosmos_alone_is_refused_and_its_versions_name_their_vae() {
+    let args = |m: &str| {
+        ["--format", "json", "reserve", m, "decode", "832x480", "--frames", "17", "--dtype", "bf16", "--os", "linux"]
+            .map(str::to_string)
+            .to_vec()
+    };
+    let r = run_in_process(&args("Cosmos")).unwrap();
+    assert_eq!(r.code, 2, "{}", r.out);
+    assert!(r.err.contains("'cosmos' names more than one VAE"), "{}", r.err);
+    assert!(r.err.contains("cosmos-1.0") && r.err.contains("cosmos-2"), "{}", r.err);
+    for (m, family) in [("cosmos-1.0", "cosmos1"), ("cosmos-2", "wan21"), ("cosmos-predict2.5", "wan21")] {
+        let r = run_in_process(&args(m)).unwrap();
+        assert_eq!(r.code, 0, "{m}: {}", r.err);
+        let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+        assert_eq!(v["line"]["vae"], family, "{m}");
+    }
+}
+
 #[test]
 fn an_ambiguous_name_must_be_one_of_the_familys_models() {
     let dir = scratch();

@@ -420,32 +420,37 @@ fn a_line_past_its_measured_range_follows_a_trace_that_grows_faster() {
     }
 }
 
-/// A family of a class no family of which is measured (`dc-ae`) is priced
-/// by the traced rule under the most cautious calibration of another class
-/// (here the only one, kl-2d, with FLUX.1's 3× setting it), with a warning
-/// naming its class; `crossval --by family` lists it as not validated. Its
-/// own class's calibration, once measured, takes over.
+/// A family of a class no family of which is measured (`dc-ae`, `tiny`,
+/// `wavelet`) is priced by the traced rule under the most cautious
+/// calibration of another class (here the only one, kl-2d, with FLUX.1's 3×
+/// setting it), with a warning naming its class; `crossval --by family`
+/// lists it as not validated. Its own class's calibration, once measured,
+/// takes over.
 #[test]
 fn a_family_of_a_class_nobody_measured_borrows_the_most_cautious_calibration_and_says_so() {
     let dir = measured_root();
     let root = dir.path();
-    let file = root.join("dcae.csv");
-    fs::write(&file, traces("dcae", 500, 0, "class=dc-ae;spatial=32")).unwrap();
-    let out = add(root, "dcae", &file);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let policy = fs::read_to_string(root.join("fits/policy.toml")).unwrap();
-    assert!(policy.contains("[vae.dcae]\nclass = \"dc-ae\""), "{policy}");
-    let a = reserve(root, "dcae", 1024, "cudnn");
-    assert_eq!(a["rule"], "traced");
-    let t = &a["traced"];
-    assert!(t["calibration"].as_str().unwrap().starts_with("kl-2d/decode/0/cudnn"), "{t}");
-    assert_eq!(a["op_bytes"].as_u64(), Some(calibrated(t)));
-    let warned: Vec<&str> = a["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    assert!(warned.iter().any(|w| w.contains("no family of dcae's class, dc-ae, has been measured")), "{warned:?}");
-    // Its own class has no calibration: the most cautious of the others priced it, never nothing.
-    let cv = vramfit().arg("--root").arg(root).args(["crossval", "--by", "family"]).output().unwrap();
-    let said = String::from_utf8_lossy(&cv.stdout);
-    assert!(said.contains("not validated: dcae: no family of class dc-ae is measured"), "{said}");
+    for (family, class) in [("dcae", "dc-ae"), ("tinyae", "tiny"), ("wavelets", "wavelet")] {
+        let file = root.join(format!("{family}.csv"));
+        fs::write(&file, traces(family, 500, 0, &format!("class={class};spatial=32"))).unwrap();
+        let out = add(root, family, &file);
+        assert_eq!(out.status.code(), Some(0), "{family}: {}", String::from_utf8_lossy(&out.stderr));
+        let policy = fs::read_to_string(root.join("fits/policy.toml")).unwrap();
+        assert!(policy.contains(&format!("[vae.{family}]\nclass = \"{class}\"")), "{policy}");
+        let a = reserve(root, family, 1024, "cudnn");
+        assert_eq!(a["rule"], "traced", "{family}");
+        let t = &a["traced"];
+        assert!(t["calibration"].as_str().unwrap().starts_with("kl-2d/decode/0/cudnn"), "{family}: {t}");
+        assert_eq!(a["op_bytes"].as_u64(), Some(calibrated(t)), "{family}");
+        let warned: Vec<&str> = a["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        let says = format!("no family of {family}'s class, {class}, has been measured");
+        assert!(warned.iter().any(|w| w.contains(&says)), "{warned:?}");
+        // Its own class has no calibration: the most cautious of the others priced it, never nothing.
+        let cv = vramfit().arg("--root").arg(root).args(["crossval", "--by", "family"]).output().unwrap();
+        let said = String::from_utf8_lossy(&cv.stdout);
+        let listed = format!("not validated: {family}: no family of class {class} is measured");
+        assert!(said.contains(&listed), "{said}");
+    }
     // A family of a calibrated class gets no such warning.
     let sd = reserve(root, "sd", 1024, "cudnn");
     assert!(sd["warnings"].as_array().unwrap().iter().all(|w| !w.as_str().unwrap().contains("has been measured")));

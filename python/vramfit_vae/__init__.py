@@ -25,7 +25,8 @@ is the ``dtype=`` argument here) and the runtime's stable ``code``
 naming it, and a ``coefficients=`` that is no path a ``TypeError``.
 
 :mod:`vramfit_vae.hosts` translates InvokeAI's and ComfyUI's estimator calls
-onto this API.
+onto this API; :class:`Observer` checks each answer against what the host's
+op really took and keeps it as a measurement row (docs/hosts.md, "Observe").
 """
 
 from typing import Tuple
@@ -50,12 +51,14 @@ from ._native import (
     refusal_codes,
     reserve,
 )
+from .observe import Observer
 
 __all__ = [
     "Budget",
     "Coefficients",
     "Detected",
     "LineKey",
+    "Observer",
     "REFUSAL_CODES",
     "Refusal",
     "Reservation",

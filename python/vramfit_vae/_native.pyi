@@ -13,6 +13,8 @@ RUNTIME_VERSION: str
 #: The allocator variables in the order PyTorch reads them; a ROCm build reads ``HIP_ALLOC_VAR`` first.
 ALLOC_VARS: Tuple[str, ...]
 HIP_ALLOC_VAR: str
+#: The header line of an observation file (``vramfit_vae.Observer``), newline-terminated.
+OBSERVATION_HEADER: str
 
 class Refusal(ValueError):
     """vramfit's refusal: the CLI's words, and the runtime's stable code."""
@@ -59,6 +61,9 @@ class Detected:
 class Reservation:
     """The answer to one query; ``to_dict()`` is ``vramfit reserve --format json``, key for key."""
 
+    def with_batch(self, batch: int) -> "Reservation":
+        """The same question for ``batch`` items, priced as this one was."""
+        ...
     @property
     def bytes(self) -> int: ...
     @property
@@ -197,3 +202,16 @@ def bundled() -> Coefficients: ...
 def allocator_of_conf(conf: str) -> Optional[str]: ...
 def refusal_codes() -> List[str]: ...
 def coefficients_of(given: _Coefficients = None) -> Coefficients: ...
+def observation(
+    reservation: Reservation,
+    reserved: int,
+    allocated: int,
+    driver: int,
+    facts: Dict[str, str],
+    context: str,
+    nonce: str,
+    date: str,
+    observed_by: str,
+) -> Tuple[str, int, Optional[str]]:
+    """An observed op as (the CSV row, its demand in bytes, the log line when it was under-reserved)."""
+    ...

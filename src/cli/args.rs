@@ -160,8 +160,8 @@ pub(super) struct FamilyAddArgs {
     #[arg(long, value_name = "FILE")]
     pub(super) traces: PathBuf,
     /// The architecture class, where the traced one is not what you mean (kl-2d, causal-3d, dc-ae,
-    /// tiny; the last two have no calibration until one of their families is measured).
-    #[arg(long, value_parser = ["kl-2d", "causal-3d", "dc-ae", "tiny"])]
+    /// tiny, wavelet; the last three have no calibration until one of their families is measured).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::registry::ArchClass::ALL.map(|c| c.as_str())))]
     pub(super) class: Option<String>,
     /// Seconds to wait for another writer of the same data (0: do not wait).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
@@ -428,6 +428,15 @@ pub(super) struct ReportArgs {
     /// default: the changed reservations, and the changed lines' plots).
     #[arg(long)]
     pub(super) all: bool,
+    /// Instead of the bundle: how the ops hosts observed (`vramfit_vae.Observer`
+    /// rows, or any measurement CSV) sit against the shipped lines, the lines
+    /// they would change and the rows the policy would refuse. Writes nothing;
+    /// exit 1 when an op took more than its answer.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["out", "all"])]
+    pub(super) observed: Vec<PathBuf>,
+    /// With --observed: count a simulated device's rows, as `ingest --allow-simulated` would.
+    #[arg(long, requires = "observed")]
+    pub(super) allow_simulated: bool,
 }
 
 #[derive(Args, Debug)]

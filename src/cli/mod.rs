@@ -185,7 +185,8 @@ fn code(found: Found) -> u8 {
         | Found::VerdictMet
         | Found::NoTileFits
         | Found::Growth
-        | Found::CoverageBelow => EXIT_FINDINGS,
+        | Found::CoverageBelow
+        | Found::UnderReserved => EXIT_FINDINGS,
     }
 }
 
@@ -297,6 +298,10 @@ fn run_command(
             s.show(commands::crossval::run(&root, hold_out(a.by), fail_under, progress)?)
         }
         Command::Plot(a) => s.show(commands::plot::run(&root, &a.out.unwrap_or_else(|| root.join("plots")))?),
+        Command::Report(a) if !a.observed.is_empty() => {
+            let opts = crate::observed::ObservedOptions { files: a.observed, allow_simulated: a.allow_simulated };
+            s.show(commands::report::observed(&root, &opts, progress)?)
+        }
         Command::Report(a) => s.show(commands::report::run(&root, &report_options(a, &root), progress)?),
         Command::Schema { kind } => {
             emit(s.out, &serde_json::to_string_pretty(&commands::schema::schema(schema_kind(kind)))?);

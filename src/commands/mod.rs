@@ -47,6 +47,8 @@ pub enum Found {
     Growth,
     /// `crossval --fail-under`: coverage below the floor.
     CoverageBelow,
+    /// `report --observed`: an observed op took more than its answer.
+    UnderReserved,
 }
 
 impl Found {

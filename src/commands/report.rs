@@ -44,3 +44,15 @@ pub fn run(
     let wrote = vec![r.file.clone(), r.plots.out.clone()];
     Ok(Outcome::of(r).found(found).wrote(wrote))
 }
+
+/// `report --observed FILE…`: the observed ops against the shipped lines
+/// (`crate::observed`); a finding when one took more than its answer.
+pub fn observed(
+    root: &Path,
+    opts: &crate::observed::ObservedOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Outcome<crate::observed::ObservedReport>> {
+    let r = crate::observed::of_root(root, opts, progress)?;
+    let found = Found::when(r.has_under(), Found::UnderReserved);
+    Ok(Outcome::of(r).found(found))
+}

@@ -251,8 +251,10 @@ impl Report for crate::family::FamilyAddReport {
         );
         s.push_str(&format!("{}: the traces\n{}: [vae.{}] added\n", self.traces, self.policy, self.family));
         s.push_str(&self.emit.table());
+        // The example asks a clip of a video family (a one-frame clip lies outside its trace).
+        let clip = if f.video.is_some() { " --frames 49" } else { "" };
         s.push_str(&format!(
-            "priced by the traced rule until its points are measured: vramfit reserve {} decode 1024x1024 --dtype bf16 --root .\n",
+            "priced by the traced rule until its points are measured: vramfit reserve {} decode 1024x1024{clip} --dtype bf16 --root .\n",
             self.family
         ));
         s

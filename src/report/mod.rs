@@ -11,6 +11,7 @@ mod export;
 mod fit;
 mod grid;
 mod ingest;
+mod observed;
 
 mod plan;
 pub mod plot;

@@ -9,7 +9,7 @@ mod audit;
 mod certificate;
 mod first_use_checks;
 pub mod fresh;
-mod pricing_checks;
+pub(crate) mod pricing_checks;
 mod reproduce;
 mod tile_checks;
 mod traced_checks;

@@ -209,18 +209,65 @@ const OPTIONAL: &[&str] = &["video", "traced", "follows_trace", "lifted"];
 #[pyclass(frozen, module = "vramfit_vae")]
 pub struct Reservation {
     report: ReserveReport,
+    /// The query it answers (what an observation of the op records), and
+    /// what priced it: `with_batch` asks the same question for more items.
+    query: vramfit_runtime::pricing::Query,
+    priced: Priced,
     dict: Py<PyDict>,
 }
 
+/// The coefficients and environment a reservation was priced with.
+#[derive(Clone)]
+pub struct Priced {
+    pub coefficients: std::sync::Arc<vramfit_runtime::pricing::Coefficients>,
+    pub env: vramfit_runtime::pricing::platform::EnvSnapshot,
+}
+
 impl Reservation {
-    pub fn new(py: Python<'_>, report: ReserveReport) -> PyResult<Reservation> {
+    pub fn new(
+        py: Python<'_>,
+        report: ReserveReport,
+        query: vramfit_runtime::pricing::Query,
+        priced: Priced,
+    ) -> PyResult<Reservation> {
         let dict = to_python(py, &report)?.cast_into::<PyDict>()?.unbind();
-        Ok(Reservation { report, dict })
+        Ok(Reservation { report, query, priced, dict })
+    }
+
+    /// Prices `query` as this reservation was priced.
+    pub fn price(py: Python<'_>, query: vramfit_runtime::pricing::Query, priced: Priced) -> PyResult<Reservation> {
+        use vramfit_runtime::pricing::Pricer;
+        let c = priced.coefficients.clone();
+        let price = py.detach(|| c.price(&query, &priced.env)).map_err(|e| crate::refusal(py, e))?;
+        Reservation::new(py, ReserveReport { price, coefficients: c.source.clone() }, query, priced)
+    }
+
+    pub fn report(&self) -> &ReserveReport {
+        &self.report
+    }
+
+    pub fn query(&self) -> &vramfit_runtime::pricing::Query {
+        &self.query
     }
 }
 
 #[pymethods]
 impl Reservation {
+    /// The same question for `batch` items (a host that runs several at
+    /// once, as ComfyUI does with its per-item estimate).
+    fn with_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<Reservation> {
+        let n = super::args::numbers(
+            &pyo3::types::PyInt::new(py, self.query.width).into_any(),
+            &pyo3::types::PyInt::new(py, self.query.height).into_any(),
+            batch,
+            &pyo3::types::PyInt::new(py, self.query.tile).into_any(),
+            &pyo3::types::PyInt::new(py, self.query.frames).into_any(),
+            None,
+        )?;
+        let query = vramfit_runtime::pricing::Query { batch: n.batch, ..self.query.clone() };
+        Reservation::price(py, query, self.priced.clone())
+    }
+
     /// The reservation, bytes.
     #[getter]
     fn bytes(&self) -> u64 {

@@ -10,10 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::sync::{Arc, OnceLock};
 use vramfit_runtime::contract;
-use vramfit_runtime::pricing::{self, Pricer, Query};
+use vramfit_runtime::pricing::{self, Query};
 
 mod answer;
 mod args;
+mod observe;
 
 use answer::{Budget, Detected, LineKey, Reservation};
 
@@ -26,7 +27,7 @@ pyo3::create_exception!(
 
 /// The runtime's refusal as a Python `Refusal` (a `ValueError`), its code
 /// attached.
-fn refusal(py: Python<'_>, e: vramfit_runtime::error::Error) -> PyErr {
+pub(crate) fn refusal(py: Python<'_>, e: vramfit_runtime::error::Error) -> PyErr {
     let err = Refusal::new_err(e.words().to_string());
     let _ = err.value(py).setattr("code", e.code().as_str());
     err
@@ -219,8 +220,7 @@ fn reserve_with(
     kw: &answer::Keywords<'_>,
 ) -> PyResult<Reservation> {
     let (q, env) = query_of(model, op, width, height, kw)?;
-    let price = py.detach(|| c.price(&q, &env)).map_err(|e| refusal(py, e))?;
-    Reservation::new(py, pricing::ReserveReport { price, coefficients: c.source.clone() })
+    Reservation::price(py, q, answer::Priced { coefficients: c.clone(), env })
 }
 
 /// What this VAE decode or encode reserves, as `vramfit reserve` answers
@@ -321,5 +321,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(allocator_of_conf, m)?)?;
     m.add_function(wrap_pyfunction!(refusal_codes, m)?)?;
     m.add_function(wrap_pyfunction!(coefficients_of_py, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::observation, m)?)?;
+    m.add("OBSERVATION_HEADER", vramfit_runtime::observe::header())?;
     Ok(())
 }

@@ -60,10 +60,15 @@ pub enum ArchClass {
     /// No point is measured yet.
     #[serde(rename = "tiny")]
     Tiny,
+    /// Wavelet tokenizers: a Haar patcher and unpatcher around causal 3-D
+    /// blocks (Cosmos 1.0's CV8x8x8). No point is measured yet.
+    #[serde(rename = "wavelet")]
+    Wavelet,
 }
 
 impl ArchClass {
-    pub const ALL: [ArchClass; 4] = [ArchClass::Kl2d, ArchClass::Causal3d, ArchClass::DeepCompression, ArchClass::Tiny];
+    pub const ALL: [ArchClass; 5] =
+        [ArchClass::Kl2d, ArchClass::Causal3d, ArchClass::DeepCompression, ArchClass::Tiny, ArchClass::Wavelet];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -71,6 +76,7 @@ impl ArchClass {
             ArchClass::Causal3d => "causal-3d",
             ArchClass::DeepCompression => "dc-ae",
             ArchClass::Tiny => "tiny",
+            ArchClass::Wavelet => "wavelet",
         }
     }
 }

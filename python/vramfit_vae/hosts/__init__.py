@@ -134,7 +134,14 @@ def config_int(vae, name, default=None, allowed=None):
 
 
 def query_of(model, op, width, height, *, backend=None, device=None, allocator="auto", os="auto", env=None,
-             coefficients=None, **query):
-    """:func:`vramfit_vae.reserve` for a host's call: the platform from the environment unless given."""
-    return _reserve(model, op, width, height, backend=backend or platform_of(device), allocator=allocator, os=os,
-                    env=env, coefficients=coefficients, **query)
+             coefficients=None, observe=None, **query):
+    """:func:`vramfit_vae.reserve` for a host's call: the platform from the environment unless given. With
+    ``observe=`` a :class:`vramfit_vae.Observer`, the answer is the one its next ``with observe:`` checks."""
+    answer = _reserve(model, op, width, height, backend=backend or platform_of(device), allocator=allocator, os=os,
+                      env=env, coefficients=coefficients, **query)
+    if observe is not None:
+        expect = getattr(observe, "expect", None)
+        if not callable(expect):
+            raise TypeError("observe: expected a vramfit_vae.Observer, got %s" % type(observe).__name__)
+        expect(answer)
+    return answer

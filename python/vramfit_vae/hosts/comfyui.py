@@ -65,6 +65,10 @@ VAE_TYPES = {
     "mochi": dict(latent_dim=3, channels=12, spatial=8, temporal=6, lines="sd.py:471-485 (genmo mochi vae)"),
     "hunyuanvideo15": dict(latent_dim=3, channels=32, spatial=16, temporal=4,
                            lines="sd.py:508-524 (decoder.conv_in.conv with 32 channels: HunyuanVideo 1.5)"),
+    "hunyuanimage": dict(latent_dim=2, channels=64, spatial=32,
+                         lines="sd.py:401-413 (decoder.conv_in with 64 channels: HunyuanImage 2.1, ffactor_spatial 32)"),
+    "cosmos1": dict(latent_dim=3, channels=16, spatial=8, temporal=8,
+                    lines="sd.py:541-551 (decoder.unpatcher3d.wavelets: Cosmos 1.0, 8x8x8)"),
 }
 
 
