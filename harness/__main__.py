@@ -14,6 +14,10 @@ def main(argv=None):
         from . import trace
 
         return trace.main(argv[1:])
+    if argv[:1] == ["observe"]:
+        from . import observe
+
+        return observe.main(argv[1:])
     if argv[:1] == ["gaps"]:
         from . import gaps
 

@@ -7,7 +7,7 @@
 //! if ingested (the lines refitted with and without them); and which rows
 //! the policy would refuse, and why. Nothing is written.
 
-use crate::ingest::{read_rows, InputFormat, IngestOptions};
+use crate::ingest::{read_rows, IngestOptions, InputFormat};
 use crate::lines::Line;
 use crate::points::merge::{merge, RowFate};
 use crate::pricing::platform::EnvSnapshot;
@@ -158,7 +158,9 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
     let crate::points::row::Rows { points: observed, origins } = rows;
 
     // Coverage: each row priced in its own context by the shipped file.
-    let mut groups: BTreeMap<(String, String, String), Vec<(u128, String, bool)>> = BTreeMap::new();
+    // (line key, device, context) → each op's (reservation / demand scaled, id, covered).
+    type Ops = Vec<(u128, String, bool)>;
+    let mut groups: BTreeMap<(String, String, String), Ops> = BTreeMap::new();
     let mut under = Vec::new();
     let mut refused = Vec::new();
     for p in &observed {
@@ -213,8 +215,9 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
         if p.is_simulated() && !opts.allow_simulated {
             refused.push(Refused {
                 id: p.id.to_string(),
-                why: "made on a simulated device: `ingest` refuses it (`--allow-simulated` takes it into a scratch root)"
-                    .into(),
+                why:
+                    "made on a simulated device: `ingest` refuses it (`--allow-simulated` takes it into a scratch root)"
+                        .into(),
             });
         } else if let Some(l) = policy.excludes.iter().find(|l| l.id == p.id.as_str()) {
             refused.push(Refused {

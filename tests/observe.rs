@@ -83,17 +83,19 @@ fn four_host_processes_write_rows_that_ingest_stores_unchanged() {
     let root = dir.path();
     let plain = vramfit().arg("--root").arg(root).arg("ingest").arg(&file).output().unwrap();
     assert_eq!(plain.status.code(), Some(2), "{}", String::from_utf8_lossy(&plain.stdout));
-    let ingest =
-        vramfit().arg("--root").arg(root).args(["--format", "json", "ingest", "--allow-simulated"]).arg(&file).output().unwrap();
+    let ingest = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "ingest", "--allow-simulated"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(ingest.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingest.stderr));
-    let listed = vramfit().arg("--root").arg(root).args(["--format", "json", "points", "--vae", "sd"]).output().unwrap();
+    let listed =
+        vramfit().arg("--root").arg(root).args(["--format", "json", "points", "--vae", "sd"]).output().unwrap();
     let points: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let stored: std::collections::BTreeMap<String, &Value> = points["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| (p["id"].as_str().unwrap().to_string(), p))
-        .collect();
+    let stored: std::collections::BTreeMap<String, &Value> =
+        points["points"].as_array().unwrap().iter().map(|p| (p["id"].as_str().unwrap().to_string(), p)).collect();
     // Every row stored as written: its id, context and three figures.
     for r in &table[1..] {
         let p = stored.get(&r[col("id")]).unwrap_or_else(|| panic!("{} not stored", r[col("id")]));
@@ -104,8 +106,13 @@ fn four_host_processes_write_rows_that_ingest_stores_unchanged() {
         assert_eq!(p["metadata"]["reservation_bytes"], r[col("reservation_bytes")].as_str());
     }
     // Ingesting the same file again adds nothing.
-    let again =
-        vramfit().arg("--root").arg(root).args(["--format", "json", "ingest", "--allow-simulated"]).arg(&file).output().unwrap();
+    let again = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "ingest", "--allow-simulated"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let said: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(said["files"][0]["added"], 0, "{said}");
 }
@@ -164,7 +171,13 @@ fn an_under_reserved_op_is_logged_once_with_its_figures() {
     assert!(change["rows"].as_array().unwrap().iter().any(|id| *id == spike[col("id")].as_str()), "{change}");
     assert_ne!(change["before"], change["after"]);
     // Without --allow-simulated every row is refused, and says why.
-    let out = vramfit().arg("--root").arg(dir.path()).args(["--format", "json", "report", "--observed"]).arg(&file).output().unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "report", "--observed"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let refused = r["refused"].as_array().unwrap();
     assert_eq!(refused.len(), 6);
@@ -214,7 +227,8 @@ fn the_file_is_bounded_and_a_torn_row_is_cut() {
     let table = rows(&file);
     assert_eq!(table.len() as u64, 1 + written);
     assert!(table.iter().all(|r| !r[0].contains("torn")));
-    let ingest = vramfit().arg("--root").arg(dir.path()).args(["ingest", "--allow-simulated"]).arg(&file).output().unwrap();
+    let ingest =
+        vramfit().arg("--root").arg(dir.path()).args(["ingest", "--allow-simulated"]).arg(&file).output().unwrap();
     assert_eq!(ingest.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingest.stderr));
 }
 
@@ -222,13 +236,16 @@ fn the_file_is_bounded_and_a_torn_row_is_cut() {
 fn without_a_device_observe_records_nothing_says_so_once_and_changes_no_output() {
     let dir = scratch();
     let file = dir.path().join("observed.csv");
-    let (with, log) = host(&json!({"out": file, "ops": 5, "cpu": true}));
-    let (without, _) = host(&json!({"ops": 5, "cpu": true, "observe": false}));
-    assert_eq!(with["outputs"], without["outputs"]);
-    assert_eq!(with["counts"]["unobserved"], 5, "{with}");
-    assert_eq!(with["counts"]["rows"], 0);
-    assert!(!file.exists(), "a row was written without a device");
-    assert_eq!(log.lines().filter(|l| l.contains("no CUDA or ROCm device")).count(), 1, "{log}");
+    // No torch at all, and a torch whose torch.cuda is not available (CPU, MPS).
+    for cpu in [json!(true), json!("torch-cpu")] {
+        let (with, log) = host(&json!({"out": file, "ops": 5, "cpu": cpu}));
+        let (without, _) = host(&json!({"ops": 5, "cpu": cpu, "observe": false}));
+        assert_eq!(with["outputs"], without["outputs"]);
+        assert_eq!(with["counts"]["unobserved"], 5, "{with}");
+        assert_eq!(with["counts"]["rows"], 0);
+        assert!(!file.exists(), "a row was written without a device");
+        assert_eq!(log.lines().filter(|l| l.contains("no CUDA or ROCm device")).count(), 1, "{log}");
+    }
     // On the simulated device the op's output is the same with and without it.
     let (on, _) = host(&json!({"out": file, "ops": 5}));
     let (off, _) = host(&json!({"ops": 5, "observe": false}));
@@ -279,4 +296,92 @@ print(json.dumps({"said": said, "one": one.bytes, "four": four.bytes, "counts": 
     assert_eq!(table[1][col("context")], "generation");
     assert_eq!(table[1][col("batch")], "4");
     assert_eq!(table[1][col("reservation_bytes")], v["four"].to_string());
+}
+
+/// The prepared GPU check (`python3 -m harness observe`) on the simulated
+/// device, then the maintainer's walk-through on its rows: `report
+/// --observed`, `ingest`.
+#[test]
+fn the_prepared_gpu_check_runs_its_walk_through_on_the_simulated_device() {
+    let dir = scratch();
+    let file = dir.path().join("observed.csv");
+    let out = python()
+        .args(["-m", "harness", "observe", "--device", "fake", "--out"])
+        .arg(&file)
+        .current_dir(repo())
+        .env("PYTHONPATH", repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let counts: Value = serde_json::from_str(said.lines().next().unwrap()).unwrap();
+    assert_eq!(counts["rows"], 6, "{said}");
+    let table = rows(&file);
+    let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
+    let contexts: Vec<&str> = table[1..].iter().map(|r| r[col("context")].as_str()).collect();
+    assert_eq!(contexts, ["fresh", "warm", "warm", "warm", "warm", "warm"]);
+    let report = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(r["rows"], 6, "{r}");
+    let ingest =
+        vramfit().arg("--root").arg(dir.path()).args(["ingest", "--allow-simulated"]).arg(&file).output().unwrap();
+    assert_eq!(ingest.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingest.stderr));
+}
+
+/// The platform read off the host's own torch (already imported; the
+/// package never imports it): a ROCm build's HIP and MIOpen versions, the
+/// allocator from `PYTORCH_HIP_ALLOC_CONF` as PyTorch reads it on ROCm.
+/// A stand-in `torch` module plays the host's, with the harness's card.
+#[test]
+fn the_row_names_the_hosts_torch_platform_and_allocator() {
+    let script = r#"
+import json, sys, os, types
+sys.path.insert(0, os.environ["VRAMFIT_REPO"])
+from harness import fake, configs
+torch = types.ModuleType("torch")
+torch.__version__ = "2.11.0+rocm6.4"
+torch.version = types.SimpleNamespace(hip="6.4.43482", cuda=None)
+torch.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(is_available=lambda: True, version=lambda: 3004000))
+card = fake.Cuda()
+card.facts = None  # the host's torch.cuda gives no facts of its own
+card.get_device_name = lambda: "AMD Radeon PRO W7900"
+torch.cuda = card
+sys.modules["torch"] = torch
+import vramfit_vae
+o = vramfit_vae.Observer(sys.argv[1])
+need = vramfit_vae.reserve("flux1", "decode", 1024, 1024, dtype="bf16", backend="miopen")
+with o(need):
+    card.run(configs.load("flux1")["config"], "decode", "bf16", 1024, 1024)
+print(json.dumps(o.counts))
+"#;
+    let dir = scratch();
+    let file = dir.path().join("o.csv");
+    let out = python()
+        .args(["-c", script])
+        .arg(&file)
+        .env("VRAMFIT_REPO", repo())
+        .env("PYTORCH_HIP_ALLOC_CONF", "expandable_segments:True")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_ALLOC_CONF")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = rows(&file);
+    let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
+    let r = &table[1];
+    assert_eq!(r[col("device")], "AMD Radeon PRO W7900");
+    assert_eq!(r[col("torch")], "2.11.0+rocm6.4");
+    assert_eq!(r[col("conv_backend")], "miopen");
+    assert_eq!(r[col("accelerator")], "HIP 6.4.43482");
+    assert_eq!(r[col("conv_library")], "MIOpen 3004000");
+    assert_eq!(r[col("allocator")], "expandable_segments");
+    assert_eq!(r[col("allocator_conf")], "expandable_segments:True");
+    assert!(r[col("id")]
+        .starts_with("o-amd-radeon-pro-w7900/flux1-decode-bf16-1024x1024-b1-miopen-expandable_segments-fresh-"));
 }

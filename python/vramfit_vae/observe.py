@@ -87,18 +87,22 @@ def _facts(cuda):
     own = getattr(cuda, "facts", None)
     if callable(own):
         facts = dict(own())
+    elif "torch" not in sys.modules:
+        # A torch.cuda-like device of the host's own, with no torch to ask: its name only.
+        facts = {"device": str(getattr(cuda, "get_device_name", lambda: "")()), "conv_backend": "cudnn"}
     else:
-        torch = sys.modules.get("torch")
-        version = getattr(torch, "version", None)
-        hip = getattr(version, "hip", None)
-        cudnn = getattr(getattr(torch, "backends", None), "cudnn", None)
-        library = cudnn.version() if cudnn is not None and cudnn.is_available() else None
+        from .hosts import platform_of
+
+        torch = sys.modules["torch"]
+        rocm = platform_of() == "miopen"
+        cudnn = torch.backends.cudnn
+        library = cudnn.version() if cudnn.is_available() else None
         facts = {
             "device": cuda.get_device_name(),
-            "torch": str(getattr(torch, "__version__", "")),
-            "accelerator": ("HIP %s" % hip) if hip else ("CUDA %s" % getattr(version, "cuda", "")),
-            "conv_library": "" if library is None else ("%s %s" % ("MIOpen" if hip else "cuDNN", library)),
-            "conv_backend": "miopen" if hip else "cudnn",
+            "torch": str(torch.__version__),
+            "accelerator": ("HIP %s" % torch.version.hip) if rocm else ("CUDA %s" % torch.version.cuda),
+            "conv_library": "" if library is None else ("%s %s" % ("MIOpen" if rocm else "cuDNN", library)),
+            "conv_backend": platform_of(),
         }
     diffusers = sys.modules.get("diffusers")
     facts.setdefault("diffusers", str(getattr(diffusers, "__version__", "")))

@@ -60,16 +60,14 @@ impl Report for ObservedReport {
             s.push_str("\nlines the rows would change if ingested (`vramfit ingest` then `vramfit emit`):\n");
             for c in &self.changes {
                 let before = c.before.as_ref().map_or("no line".to_string(), shown);
-                s.push_str(&format!(
-                    "  {}: {before} → {}; by {}\n",
-                    c.key,
-                    shown(&c.after),
-                    c.rows.join(", ")
-                ));
+                s.push_str(&format!("  {}: {before} → {}; by {}\n", c.key, shown(&c.after), c.rows.join(", ")));
             }
         }
         if self.stored > 0 {
-            s.push_str(&format!("\n{} row(s) are already stored with the same content: ingesting adds nothing\n", self.stored));
+            s.push_str(&format!(
+                "\n{} row(s) are already stored with the same content: ingesting adds nothing\n",
+                self.stored
+            ));
         }
         if !self.refused.is_empty() {
             s.push_str("\nrows the policy would refuse:\n");

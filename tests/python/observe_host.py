@@ -6,7 +6,8 @@ device (tests/observe.rs runs it, several processes at once). Its one argument i
   spike      the op index that takes `extra` bytes more than the memory model says (an under-reservation)
   extra      those bytes
   max_bytes  the file's bound
-  cpu        no device at all (torch absent): observe must be a no-op
+  cpu        no device: torch absent, or with "torch-cpu" a torch whose torch.cuda is not available (a CPU or
+             MPS machine); observe must be a no-op
   observe    False: the same loop without an Observer (its outputs must be the same)
 
 It prints {"counts": ..., "outputs": [...]} on stdout; the log goes to stderr.
@@ -47,6 +48,12 @@ def main():
     args = json.loads(sys.argv[1])
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
     cuda = None if args.get("cpu") else fake.Cuda()
+    if args.get("cpu") == "torch-cpu":
+        import types
+
+        torch = types.ModuleType("torch")
+        torch.cuda = types.SimpleNamespace(is_available=lambda: False)
+        sys.modules["torch"] = torch
     observer = None
     if args.get("observe", True):
         observer = vramfit_vae.Observer(args.get("out"), max_bytes=args.get("max_bytes", 16 << 20), device=cuda)

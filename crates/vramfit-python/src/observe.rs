@@ -63,8 +63,9 @@ pub fn observation(
         allocator: spelled(facts, "allocator")?,
         os: spelled(facts, "os")?,
     };
-    let context: Context =
-        context.parse().map_err(|e: vramfit_runtime::vocab::UnknownSpelling| args::value_error(format!("context: {e}")))?;
+    let context: Context = context
+        .parse()
+        .map_err(|e: vramfit_runtime::vocab::UnknownSpelling| args::value_error(format!("context: {e}")))?;
     let report = reservation.report();
     let o = Observation {
         query: reservation.query(),

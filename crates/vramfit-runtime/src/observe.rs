@@ -10,7 +10,7 @@
 //! the resolved family, not the name the host passed.
 
 use crate::pricing::{Price, Query};
-use crate::vocab::{Allocator, ConvBackend, Context, Os};
+use crate::vocab::{Allocator, Context, ConvBackend, Os};
 
 /// The columns of an observation row, in order: the harness's (so `ingest`
 /// reads every one it knows) and the answer's, which it keeps verbatim in
