@@ -16,7 +16,7 @@ and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 #: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
 VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLQwenImage21", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
                  "AutoencoderKLHunyuanVideo", "AutoencoderKLHunyuanVideo15", "AutoencoderKLCogVideoX", "AutoencoderKLMochi",
-                 "AutoencoderKLCosmos", "AutoencoderKLMagvit")
+                 "AutoencoderKLCosmos", "AutoencoderKLMagvit", "AutoencoderKLHunyuanImageRefiner")
 
 
 def _torch_dtype(torch, name):
@@ -169,6 +169,9 @@ def make_input(doc, op, dtype, width, height, batch, device, frames=1):
     return torch.randn(shape, device=device, dtype=_torch_dtype(torch, dtype))
 
 
+#: Image classes whose decode takes the batch as the frames of one clip (`num_frames`).
+FRAMES_AS_BATCH = ("AutoencoderKLTemporalDecoder",)
+
 #: Where an encode's latents are when it returns no posterior (`latent_dist`, AutoencoderKL's).
 ENCODED = {"AutoencoderDC": "latent", "AutoencoderTiny": "latents"}
 
@@ -187,6 +190,10 @@ def run_op(vae, op, x):
             # one per item, as diffusers' LTXPipeline passes it
             # (`vae.decode(latents, timestep)`; its default decode_timestep 0.0).
             return vae.decode(x, torch.zeros((x.shape[0],), device=x.device, dtype=x.dtype)).sample
+        if type(vae).__name__ in FRAMES_AS_BATCH:
+            # SVD's temporal decoder mixes the frames of its batch: every item is one frame of one clip
+            # (StableVideoDiffusionPipeline.decode_latents passes num_frames = the chunk it decodes).
+            return vae.decode(x, num_frames=x.shape[0]).sample
         return vae.decode(x).sample
 
 

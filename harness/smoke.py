@@ -54,11 +54,17 @@ def check_family(family, dtype="fp32", say=print):
     # image and a tile of as many latent pixels as the 8x ones.
     scale = max(1, measure.spatial_compression(doc) // 8)
     side, tile_side = SIDE * scale, TILE * scale
+    # The ops the class cannot run tiled (the document's `untiled`) are checked untiled only, as they are traced.
+    untiled = set((doc.get("untiled") or {}).get("ops", ()))
     for tile in (0, tile_side):
+        ops = [op for op in ("decode", "encode") if not (tile and op in untiled)]
+        if not ops:
+            say("skip  %-11s tiled: the class runs neither op tiled (%s)" % (family, doc["untiled"]["why"][:60]))
+            continue
         vae = measure.build(doc, dtype, "cpu", tile)
         if tile and not getattr(vae, "use_tiling", False):
             failures.append("%s: enable_tiling left use_tiling off" % family)
-        for op in ("decode", "encode"):
+        for op in ops:
             started = time.monotonic()
             x = measure.make_input(doc, op, dtype, side, side, 1, "cpu")
             try:

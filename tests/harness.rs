@@ -184,10 +184,10 @@ fn every_registered_family_has_a_config_that_names_its_source() {
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap();
         let source = doc["source"].as_str().unwrap();
-        // A model repository's config, diffusers' conversion script, the
-        // architecture a host reads off the released weights, or the
-        // diffusers class's own defaults (said so).
-        let named = ["vae/config.json", "convert_", "from the released weights", "class defaults"];
+        // A model repository's config, the model's original YAML config,
+        // diffusers' conversion script, the architecture a host reads off
+        // the released weights, or the diffusers class's own defaults (said so).
+        let named = ["vae/config.json", ".yaml @", "convert_", "from the released weights", "class defaults"];
         assert!(named.iter().any(|n| source.contains(n)), "{source}");
         assert!(doc["config"]["_class_name"].as_str().unwrap().starts_with("Autoencoder"));
         let family = registry.resolve(doc["model"].as_str().unwrap()).unwrap();

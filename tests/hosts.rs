@@ -123,6 +123,9 @@ fn cases() -> Vec<(Value, &'static str)> {
         // HunyuanImage 2.1: 64 channels at 1/32, an image type; Cosmos 1.0: 16 channels, 8x8x8.
         (call(decode, json!(["hunyuanimage-2.1", [1, 64, 64, 64], "torch.bfloat16"]), json!({})),
          "reserve hunyuanimage decode 2048x2048 --dtype bf16 --host comfyui --os linux"),
+        // HunyuanImage 2.1's refiner: a 3-D type ComfyUI asks with one-frame latents.
+        (call(decode, json!(["hunyuanimage-2.1-refiner", [1, 32, 1, 64, 64], "torch.bfloat16"]), json!({})),
+         "reserve hunyuanimage_refiner decode 1024x1024 --dtype bf16 --host comfyui --os linux"),
         (call(decode, json!(["cosmos-1.0", [1, 16, 16, 88, 160], "torch.bfloat16"]), json!({})),
          "reserve cosmos1 decode 1280x704 --frames 121 --dtype bf16 --host comfyui --os linux"),
         (call(encode, json!(["cosmos-1.0", [1, 3, 121, 704, 1280], "torch.bfloat16"]), json!({})),

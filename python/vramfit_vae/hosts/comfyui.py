@@ -41,7 +41,7 @@ SOURCE = "ComfyUI comfy/sd.py (hiddenswitch/ComfyUI@2e667071, tracking Comfy-Org
 
 #: vramfit family -> how ComfyUI's VAE type for it is asked: ``latent_dim`` (2: image, 3: clip), latent
 #: ``channels``, ``spatial`` ratio, ``temporal`` ratio (3-D only), ``single_frame`` (a 3-D type vramfit prices as
-#: images only), and the ``sd.py`` lines that set them.
+#: images only; the family that prices its clips, where one does), and the ``sd.py`` lines that set them.
 VAE_TYPES = {
     "sd": dict(latent_dim=2, channels=4, spatial=8, lines="sd.py:336-342,431-456 (KL default, SD1.x/SDXL, z_channels 4)"),
     "flux1": dict(latent_dim=2, channels=16, spatial=8, lines="sd.py:336-342,431-456 (KL branch, z_channels 16)"),
@@ -50,7 +50,7 @@ VAE_TYPES = {
     "flux2": dict(latent_dim=2, channels=128, spatial=16,
                   lines="sd.py:336-342,443-449 (KL branch with bn.running_mean: downscale x2, channels x4, decode x4.0); "
                         "latent_formats.py Flux2 (128 channels)"),
-    "qwen_image": dict(latent_dim=3, channels=16, spatial=8, temporal=4, single_frame=True,
+    "qwen_image": dict(latent_dim=3, channels=16, spatial=8, temporal=4, single_frame="wan21",
                        lines="sd.py:567-581 (Qwen-Image's VAE has Wan 2.1's keys: loaded as the Wan 2.1 VAE)"),
     "wan21": dict(latent_dim=3, channels=16, spatial=8, temporal=4, lines="sd.py:567-581 (Wan 2.1 VAE)"),
     "wan22": dict(latent_dim=3, channels=48, spatial=16, temporal=4, lines="sd.py:555-566 (Wan 2.2 VAE)"),
@@ -67,6 +67,9 @@ VAE_TYPES = {
                            lines="sd.py:508-524 (decoder.conv_in.conv with 32 channels: HunyuanVideo 1.5)"),
     "hunyuanimage": dict(latent_dim=2, channels=64, spatial=32,
                          lines="sd.py:401-413 (decoder.conv_in with 64 channels: HunyuanImage 2.1, ffactor_spatial 32)"),
+    "hunyuanimage_refiner": dict(latent_dim=3, channels=32, spatial=16, temporal=4, single_frame=True,
+                                 lines="sd.py:414-429 (decoder.conv_in.conv with 32 channels and not_video: HunyuanImage "
+                                       "2.1's refiner)"),
     "cosmos1": dict(latent_dim=3, channels=16, spatial=8, temporal=8,
                     lines="sd.py:541-551 (decoder.unpatcher3d.wavelets: Cosmos 1.0, 8x8x8)"),
 }
@@ -98,6 +101,12 @@ def _check(shape, facts, family, what, rank, channels):
             what, shape, shape[1], family, facts["lines"], channels))
 
 
+def _clip_hint(facts):
+    """Where a clip of a single-frame type can be priced: the family of the same architecture, if one is."""
+    clip = facts["single_frame"]
+    return ": price the clip with family %s (the same architecture)" % clip if isinstance(clip, str) else ""
+
+
 def memory_used_decode(family, shape, dtype, **platform):
     """Bytes one batch item of this decode reserves."""
     resolved, facts = _type_of(family, platform.get("coefficients"))
@@ -111,9 +120,8 @@ def memory_used_decode(family, shape, dtype, **platform):
     width, height = dims[4] * facts["spatial"], dims[3] * facts["spatial"]
     if facts.get("single_frame"):
         if dims[2] != 1:
-            raise ValueError("decode shape %s: %d latent frames; ComfyUI runs %s's VAE as Wan 2.1's, and vramfit "
-                             "prices %s as single images: price the clip with family wan21 (the same architecture)"
-                             % (dims, dims[2], resolved, resolved))
+            raise ValueError("decode shape %s: %d latent frames; vramfit prices %s (%s) as single images%s"
+                             % (dims, dims[2], resolved, facts["lines"], _clip_hint(facts)))
         return query_of(family, "decode", width, height, dtype=dtype, host="comfyui", **platform).bytes
     return query_of(family, "decode", width, height, frames=frames, dtype=dtype, host="comfyui", **platform).bytes
 
@@ -129,9 +137,8 @@ def memory_used_encode(family, shape, dtype, **platform):
     if facts.get("single_frame"):
         if dims[2] != 1:
             raise ValueError("encode shape %s: ComfyUI encodes a batch of %d images through %s's VAE as one "
-                             "%d-frame clip, and vramfit prices %s as single images: price the clip with family "
-                             "wan21 (the same architecture), or encode one image at a time"
-                             % (dims, dims[2], resolved, dims[2], resolved))
+                             "%d-frame clip, and vramfit prices %s as single images%s, or encode one image at a time"
+                             % (dims, dims[2], resolved, dims[2], resolved, _clip_hint(facts)))
         return query_of(family, "encode", dims[4], dims[3], dtype=dtype, host="comfyui", **platform).bytes
     return query_of(family, "encode", dims[4], dims[3], frames=dims[2], dtype=dtype, host="comfyui",
                     **platform).bytes
