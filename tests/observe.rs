@@ -24,6 +24,17 @@ fn host_command(args: &Value) -> std::process::Command {
     c
 }
 
+/// `vramfit ingest --allow-simulated FILE` into `root`, answering in JSON.
+fn ingest_simulated(root: &Path, file: &Path) -> std::process::Output {
+    vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "ingest", "--allow-simulated"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 /// The rows of a CSV file (header first), split on commas outside quotes.
 fn rows(path: &Path) -> Vec<Vec<String>> {
     let text = fs::read_to_string(path).unwrap();
@@ -83,13 +94,7 @@ fn four_host_processes_write_rows_that_ingest_stores_unchanged() {
     let root = dir.path();
     let plain = vramfit().arg("--root").arg(root).arg("ingest").arg(&file).output().unwrap();
     assert_eq!(plain.status.code(), Some(2), "{}", String::from_utf8_lossy(&plain.stdout));
-    let ingest = vramfit()
-        .arg("--root")
-        .arg(root)
-        .args(["--format", "json", "ingest", "--allow-simulated"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let ingest = ingest_simulated(root, &file);
     assert_eq!(ingest.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingest.stderr));
     let listed =
         vramfit().arg("--root").arg(root).args(["--format", "json", "points", "--vae", "sd"]).output().unwrap();
@@ -106,13 +111,7 @@ fn four_host_processes_write_rows_that_ingest_stores_unchanged() {
         assert_eq!(p["metadata"]["reservation_bytes"], r[col("reservation_bytes")].as_str());
     }
     // Ingesting the same file again adds nothing.
-    let again = vramfit()
-        .arg("--root")
-        .arg(root)
-        .args(["--format", "json", "ingest", "--allow-simulated"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let again = ingest_simulated(root, &file);
     let said: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(said["files"][0]["added"], 0, "{said}");
 }
@@ -232,6 +231,21 @@ fn the_file_is_bounded_and_a_torn_row_is_cut() {
     assert_eq!(ingest.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingest.stderr));
 }
 
+/// A file the host cannot write costs the rows, never the op: the ops run,
+/// the rows are counted as dropped, and the log says why once.
+#[test]
+fn a_file_that_cannot_be_written_never_fails_the_op() {
+    let dir = scratch();
+    let file = dir.path().join("no-such-folder/observed.csv");
+    let (v, log) = host(&json!({"out": file, "ops": 4}));
+    assert_eq!(v["outputs"].as_array().unwrap().len(), 4);
+    assert_eq!(v["counts"]["dropped"], 4, "{v}");
+    assert_eq!(v["counts"]["rows"], 0, "{v}");
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("cannot be written")).collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(said[0].contains("No such file or directory"), "{log}");
+}
+
 #[test]
 fn without_a_device_observe_records_nothing_says_so_once_and_changes_no_output() {
     let dir = scratch();
@@ -277,6 +291,8 @@ for bad in [lambda: o(), lambda: o(vramfit_vae.reserve("sdxl", "decode", 512, 51
         said.append(type(e).__name__ + ": " + str(e))
 one = vramfit_vae.reserve("sdxl", "decode", 512, 512, dtype="fp16")
 four = one.with_batch(4)
+with o(one):
+    pass  # an op the device saw nothing of: covered, no row
 with o(one, context="generation", batch=4):
     cuda.run(configs.load("sdxl")["config"], "decode", "fp16", 512, 512, batch=4)
 print(json.dumps({"said": said, "one": one.bytes, "four": four.bytes, "counts": o.counts}))
@@ -291,6 +307,7 @@ print(json.dumps({"said": said, "one": one.bytes, "four": four.bytes, "counts": 
     assert!(said[1].starts_with("ValueError: context 'warm'"), "{said:?}");
     assert!(said[2].starts_with("TypeError: observe: expected a vramfit_vae.Observer"), "{said:?}");
     assert!(v["four"].as_u64().unwrap() > v["one"].as_u64().unwrap());
+    assert_eq!((v["counts"]["covered"].as_u64(), v["counts"]["rows"].as_u64()), (Some(2), Some(1)), "{v}");
     let table = rows(&file);
     let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
     assert_eq!(table[1][col("context")], "generation");

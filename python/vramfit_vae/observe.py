@@ -174,7 +174,11 @@ class Observer:
             self._counts[what] += 1
 
     def _record(self, reservation, peaks, facts, context):
-        line = reservation.line
+        if not any(peaks):
+            # Nothing the device saw (the op ran in memory already held): covered, and no row (ingest refuses a
+            # zero demand).
+            self._count("covered")
+            return
         row, demand, under = observation(reservation, *peaks, facts=facts, context=context, nonce=_nonce(),
                                          date=datetime.date.today().isoformat(),
                                          observed_by="vramfit-vae %s" % RUNTIME_VERSION)
@@ -183,15 +187,20 @@ class Observer:
             self.log.warning(under)
         if self.path is None:
             return
-        if append(self.path, row, self.max_bytes):
+        try:
+            written = append(self.path, row, self.max_bytes)
+            why = "would pass its bound of %d B" % self.max_bytes
+        except OSError as e:
+            # The host's op is done and its result stands: a file that cannot be written costs the row only.
+            written, why = False, "cannot be written (%s)" % e
+        if written:
             self._count("rows")
             return
         self._count("dropped")
         with self._lock:
             first, self._full = not self._full, True
         if first:
-            self.log.warning("vramfit: %s would pass its bound of %d B: no more rows are written (%s)"
-                             % (self.path, self.max_bytes, line))
+            self.log.warning("vramfit: %s %s: no more rows are written (%s)" % (self.path, why, reservation.key))
 
 
 class _Op:
