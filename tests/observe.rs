@@ -295,6 +295,11 @@ with o(one):
     pass  # an op the device saw nothing of: covered, no row
 with o(one, context="generation", batch=4):
     cuda.run(configs.load("sdxl")["config"], "decode", "fp16", 512, 512, batch=4)
+# ComfyUI: one estimate, then its batches decoded in chunks, each observed under the drop-in's answer.
+comfyui.memory_used_decode("sdxl", [6, 4, 64, 64], "torch.float16", observe=o)
+for chunk in (4, 2):
+    with o(batch=chunk):
+        cuda.run(configs.load("sdxl")["config"], "decode", "fp16", 512, 512, batch=chunk)
 print(json.dumps({"said": said, "one": one.bytes, "four": four.bytes, "counts": o.counts}))
 "#;
     let dir = scratch();
@@ -307,12 +312,16 @@ print(json.dumps({"said": said, "one": one.bytes, "four": four.bytes, "counts": 
     assert!(said[1].starts_with("ValueError: context 'warm'"), "{said:?}");
     assert!(said[2].starts_with("TypeError: observe: expected a vramfit_vae.Observer"), "{said:?}");
     assert!(v["four"].as_u64().unwrap() > v["one"].as_u64().unwrap());
-    assert_eq!((v["counts"]["covered"].as_u64(), v["counts"]["rows"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!((v["counts"]["covered"].as_u64(), v["counts"]["rows"].as_u64()), (Some(4), Some(3)), "{v}");
     let table = rows(&file);
     let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
     assert_eq!(table[1][col("context")], "generation");
     assert_eq!(table[1][col("batch")], "4");
     assert_eq!(table[1][col("reservation_bytes")], v["four"].to_string());
+    // The two chunks: 4 items under the 4-item answer, then 2.
+    assert_eq!([&table[2][col("batch")], &table[3][col("batch")]], ["4", "2"]);
+    assert_eq!(table[2][col("reservation_bytes")], v["four"].to_string());
+    assert_eq!([&table[2][col("context")], &table[3][col("context")]], ["warm", "warm"]);
 }
 
 /// The prepared GPU check (`python3 -m harness observe`) on the simulated

@@ -141,7 +141,8 @@ class Observer:
             return dict(self._counts)
 
     def expect(self, reservation):
-        """The answer the next ``with observer:`` in this thread runs under (what a drop-in's ``observe=`` sets)."""
+        """The answer each ``with observer:`` in this thread runs under until the next (what a drop-in's
+        ``observe=`` sets)."""
         self._pending.reservation = reservation
         return reservation
 
@@ -150,8 +151,9 @@ class Observer:
         the host says the op runs inside a whole generation, ``batch`` the items it runs at once when that is not
         the reservation's (ComfyUI prices one item and decodes several)."""
         if reservation is None:
+            # The last drop-in answer in this thread, kept until the next: ComfyUI decodes one estimate's batches
+            # in several chunks, each its own op.
             reservation = getattr(self._pending, "reservation", None)
-            self._pending.reservation = None
         if reservation is None:
             raise ValueError("observe: no reservation: pass the answer, or give the drop-in observe=this observer")
         if context not in (None, "generation"):
