@@ -411,3 +411,60 @@ print(json.dumps(o.counts))
     assert!(r[col("id")]
         .starts_with("o-amd-radeon-pro-w7900/flux1-decode-bf16-1024x1024-b1-miopen-expandable_segments-fresh-"));
 }
+
+/// The rows the policy would refuse, each with why: one listed under
+/// `[[exclude]]` (stored, excluded, and sent again), and the rows of a line they would push past the ratio
+/// bound (a spike far above the line raises it until an existing point is
+/// over-reserved by more than 1.3×, which `fit` refuses).
+#[test]
+fn report_observed_names_the_rows_the_policy_would_refuse() {
+    let dir = scratch();
+    let file = dir.path().join("observed.csv");
+    host(&json!({"out": file, "ops": 3, "spike": 2, "extra": 40_000_000_000u64}));
+    let table = rows(&file);
+    let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
+    let (excluded, spike) = (table[1][col("id")].clone(), table[3][col("id")].clone());
+    // A row a maintainer took, then excluded, and a host sent again: the
+    // policy names only stored points, so it is ingested first.
+    let text = fs::read_to_string(&file).unwrap();
+    let first = dir.path().join("first.csv");
+    fs::write(&first, text.lines().take(2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    assert_eq!(ingest_simulated(dir.path(), &first).status.code(), Some(0));
+    let policy = dir.path().join("fits/policy.toml");
+    let mut text = fs::read_to_string(&policy).unwrap();
+    text.push_str(&format!("\n[[exclude]]\nid = \"{excluded}\"\nreason = \"a test: this op ran beside another\"\n"));
+    fs::write(&policy, text).unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let refused = r["refused"].as_array().unwrap();
+    let why = |id: &str| -> Vec<String> {
+        refused.iter().filter(|x| x["id"] == id).map(|x| x["why"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(why(&excluded), ["listed under [[exclude]] in fits/policy.toml: a test: this op ran beside another"]);
+    let spiked = why(&spike);
+    assert_eq!(spiked.len(), 1, "{refused:?}");
+    assert!(spiked[0].contains("over-reserve point") && spiked[0].contains("1.30 bound"), "{spiked:?}");
+    // The excluded row changes no line; the spike does.
+    let changes = r["changes"].as_array().unwrap();
+    assert!(changes.iter().all(|c| c["rows"].as_array().unwrap().iter().all(|id| *id != excluded.as_str())));
+    assert!(changes.iter().any(|c| c["rows"].as_array().unwrap().iter().any(|id| *id == spike.as_str())));
+    // Once ingested, the rows are stored: sent again, they add nothing and change no line.
+    assert_eq!(ingest_simulated(dir.path(), &file).status.code(), Some(0));
+    let again = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(r["stored"], 2, "{r}");
+    assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");
+}
