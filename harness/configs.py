@@ -52,3 +52,9 @@ def from_file(path, family=None, vae=None, source=None):
     doc["vae"] = vae or doc.get("vae") or doc["family"]
     doc["source"] = source or doc.get("source") or os.path.basename(path)
     return doc
+
+
+def untiled_ops(doc):
+    """The ops a family's class cannot run tiled (the document's `untiled`, which says why): traced, smoke-checked
+    and measured untiled only."""
+    return set((doc.get("untiled") or {}).get("ops", ()))

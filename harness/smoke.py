@@ -55,7 +55,7 @@ def check_family(family, dtype="fp32", say=print):
     scale = max(1, measure.spatial_compression(doc) // 8)
     side, tile_side = SIDE * scale, TILE * scale
     # The ops the class cannot run tiled (the document's `untiled`) are checked untiled only, as they are traced.
-    untiled = set((doc.get("untiled") or {}).get("ops", ()))
+    untiled = configs.untiled_ops(doc)
     for tile in (0, tile_side):
         ops = [op for op in ("decode", "encode") if not (tile and op in untiled)]
         if not ops:

@@ -338,7 +338,7 @@ def grid(doc, ops=OPS, dtypes=DTYPES):
     host = doc.get("host_tiling")
     tiles = ((0, host["tile"]) if host else (0,)) if video else IMAGE_TILES
     # An op the class cannot run tiled (the document says why) is traced untiled only.
-    untiled = set((doc.get("untiled") or {}).get("ops", ()))
+    untiled = configs.untiled_ops(doc)
     for op in ops:
         for dtype in dtypes:
             for tile in tiles:

@@ -113,7 +113,7 @@ impl CrossvalReport {
 }
 
 /// A ratio as four decimals, rounded down.
-fn floor4(r: Ratio) -> String {
+pub(crate) fn floor4(r: Ratio) -> String {
     let scaled = r.checked_mul(Ratio::int(10_000)).map(|s| s.floor()).unwrap_or(0);
     crate::exact::format_scaled(scaled, 4)
 }

@@ -7,6 +7,7 @@
 //! if ingested (the lines refitted with and without them); and which rows
 //! the policy would refuse, and why. Nothing is written.
 
+use crate::exact::Ratio;
 use crate::ingest::{read_rows, IngestOptions, InputFormat};
 use crate::lines::Line;
 use crate::points::merge::{merge, RowFate};
@@ -38,9 +39,9 @@ pub struct Group {
     pub rows: usize,
     /// Rows whose demand the answer held.
     pub covered: usize,
-    /// Mean of reservation / demand over the rows, 3 decimals (rounded down).
+    /// Mean of reservation / demand over the rows, 4 decimals (rounded down, as crossval's).
     pub mean_ratio: String,
-    /// The smallest reservation / demand, 3 decimals (rounded down), and its row.
+    /// The smallest reservation / demand, 4 decimals (rounded down), and its row.
     pub worst_ratio: String,
     pub worst_row: String,
 }
@@ -115,17 +116,6 @@ impl ObservedReport {
     }
 }
 
-/// 10^6: the fixed point the ratios are averaged in (integers, any order).
-const SCALE: u128 = 1_000_000;
-
-fn scaled(num: u64, den: u64) -> u128 {
-    u128::from(num) * SCALE / u128::from(den.max(1))
-}
-
-fn show_scaled(s: u128) -> String {
-    format!("{}.{:03}", s / SCALE, (s % SCALE) / 1000)
-}
-
 fn values(line: &Line) -> Values {
     Values {
         kind: line.kind.as_str(),
@@ -135,9 +125,9 @@ fn values(line: &Line) -> Values {
 }
 
 /// What a rounded line reserves at `pixels`, bytes (the clip term left out).
-fn line_price(line: &Line, pixels: u64) -> Option<u128> {
+fn line_price(line: &Line, pixels: u64) -> Option<u64> {
     let r = line.rounded.as_ref()?;
-    Some((u128::from(r.slope_centi) * u128::from(pixels)).div_ceil(100) + u128::from(r.base_mib) * (1 << 20))
+    crate::fit::reserve_bytes(r.slope_centi, r.base_mib, pixels).ok()
 }
 
 pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> Result<ObservedReport> {
@@ -158,8 +148,8 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
     let crate::points::row::Rows { points: observed, origins } = rows;
 
     // Coverage: each row priced in its own context by the shipped file.
-    // (line key, device, context) → each op's (reservation / demand scaled, id, covered).
-    type Ops = Vec<(u128, String, bool)>;
+    // (line key, device, context) → each op's (reservation, demand, id).
+    type Ops = Vec<(u64, u64, String)>;
     let mut groups: BTreeMap<(String, String, String), Ops> = BTreeMap::new();
     let mut under = Vec::new();
     let mut refused = Vec::new();
@@ -189,22 +179,30 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
             p.device.as_deref().unwrap_or("-").to_string(),
             p.context.map_or("-", |c| c.as_str()).to_string(),
         );
-        groups.entry(group).or_default().push((scaled(reserved, p.demand_bytes), p.id.to_string(), covered));
+        groups.entry(group).or_default().push((reserved, p.demand_bytes, p.id.to_string()));
     }
     let groups = groups
         .into_iter()
         .map(|((key, device, context), rows)| {
-            let sum: u128 = rows.iter().map(|r| r.0).sum();
-            let worst = rows.iter().min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1))).expect("a group has a row");
+            // The smallest reservation / demand, compared exactly (cross-multiplied); ties by id.
+            let worst = rows
+                .iter()
+                .min_by(|a, b| {
+                    (u128::from(a.0) * u128::from(b.1)).cmp(&(u128::from(b.0) * u128::from(a.1))).then(a.2.cmp(&b.2))
+                })
+                .expect("a group has a row");
+            let worst_ratio = Ratio::new(i128::from(worst.0), i128::from(worst.1.max(1)))
+                .map(crate::crossval::floor4)
+                .unwrap_or_default();
             Group {
                 key,
                 device,
                 context,
                 rows: rows.len(),
-                covered: rows.iter().filter(|r| r.2).count(),
-                mean_ratio: show_scaled(sum / rows.len() as u128),
-                worst_ratio: show_scaled(worst.0),
-                worst_row: worst.1.clone(),
+                covered: rows.iter().filter(|r| r.0 >= r.1).count(),
+                mean_ratio: crate::crossval::mean4(rows.iter().map(|r| (r.0, r.1))).unwrap_or_default(),
+                worst_ratio,
+                worst_row: worst.2.clone(),
             }
         })
         .collect();
@@ -247,7 +245,7 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
         if old_values.as_ref() != Some(&new_values) {
             let above: Vec<String> = mine
                 .iter()
-                .filter(|p| old.and_then(|o| line_price(o, p.pixels)).is_none_or(|price| u128::from(p.demand) > price))
+                .filter(|p| old.and_then(|o| line_price(o, p.pixels)).is_none_or(|price| p.demand > price))
                 .map(|p| p.id.to_string())
                 .collect();
             let rows = if above.is_empty() { mine.iter().map(|p| p.id.to_string()).collect() } else { above };

@@ -35,6 +35,17 @@ fn ingest_simulated(root: &Path, file: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// `vramfit report --observed FILE --allow-simulated` on `root`, answering in JSON.
+fn report_simulated(root: &Path, file: &Path) -> std::process::Output {
+    vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 /// The rows of a CSV file (header first), split on commas outside quotes.
 fn rows(path: &Path) -> Vec<Vec<String>> {
     let text = fs::read_to_string(path).unwrap();
@@ -141,14 +152,7 @@ fn an_under_reserved_op_is_logged_once_with_its_figures() {
     assert!(lines[0].contains(&format!("took {demand} B, {reserved} B were reserved ({ratio}")), "{}", lines[0]);
 
     // `report --observed` names it, and exits 1.
-    let out = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "report", "--observed"])
-        .arg(&file)
-        .arg("--allow-simulated")
-        .output()
-        .unwrap();
+    let out = report_simulated(dir.path(), &file);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["rows"], 6);
@@ -346,13 +350,7 @@ fn the_prepared_gpu_check_runs_its_walk_through_on_the_simulated_device() {
     let col = |name: &str| table[0].iter().position(|h| h == name).unwrap();
     let contexts: Vec<&str> = table[1..].iter().map(|r| r[col("context")].as_str()).collect();
     assert_eq!(contexts, ["fresh", "warm", "warm", "warm", "warm", "warm"]);
-    let report = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let report = report_simulated(dir.path(), &file);
     let r: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(r["rows"], 6, "{r}");
     let ingest =
@@ -434,13 +432,7 @@ fn report_observed_names_the_rows_the_policy_would_refuse() {
     let mut text = fs::read_to_string(&policy).unwrap();
     text.push_str(&format!("\n[[exclude]]\nid = \"{excluded}\"\nreason = \"a test: this op ran beside another\"\n"));
     fs::write(&policy, text).unwrap();
-    let out = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = report_simulated(dir.path(), &file);
     let r: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     let refused = r["refused"].as_array().unwrap();
@@ -457,13 +449,7 @@ fn report_observed_names_the_rows_the_policy_would_refuse() {
     assert!(changes.iter().any(|c| c["rows"].as_array().unwrap().iter().any(|id| *id == spike.as_str())));
     // Once ingested, the rows are stored: sent again, they add nothing and change no line.
     assert_eq!(ingest_simulated(dir.path(), &file).status.code(), Some(0));
-    let again = vramfit()
-        .arg("--root")
-        .arg(dir.path())
-        .args(["--format", "json", "report", "--allow-simulated", "--observed"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let again = report_simulated(dir.path(), &file);
     let r: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(r["stored"], 2, "{r}");
     assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");

@@ -94,7 +94,8 @@ def _facts(cuda):
         from .hosts import platform_of
 
         torch = sys.modules["torch"]
-        rocm = platform_of() == "miopen"
+        backend = platform_of()
+        rocm = backend == "miopen"
         cudnn = torch.backends.cudnn
         library = cudnn.version() if cudnn.is_available() else None
         facts = {
@@ -102,7 +103,7 @@ def _facts(cuda):
             "torch": str(torch.__version__),
             "accelerator": ("HIP %s" % torch.version.hip) if rocm else ("CUDA %s" % torch.version.cuda),
             "conv_library": "" if library is None else ("%s %s" % ("MIOpen" if rocm else "cuDNN", library)),
-            "conv_backend": platform_of(),
+            "conv_backend": backend,
         }
     diffusers = sys.modules.get("diffusers")
     facts.setdefault("diffusers", str(getattr(diffusers, "__version__", "")))

@@ -274,11 +274,10 @@ pub fn header() -> String {
 /// `demand / reserved` with two decimals and a `×`, rounded up (exact
 /// integers; a ratio just over 1 never shows as `1.00×`).
 pub fn ratio_text(demand: u64, reserved: u64) -> String {
-    if reserved == 0 {
-        return "∞×".to_string();
+    match crate::exact::Ratio::new(i128::from(demand), i128::from(reserved)) {
+        Ok(r) => format!("{}×", r.to_decimal_ceil(2)),
+        Err(_) => "∞×".to_string(),
     }
-    let hundredths = (u128::from(demand) * 100).div_ceil(u128::from(reserved));
-    format!("{}.{:02}×", hundredths / 100, hundredths % 100)
 }
 
 fn context_words(c: Context) -> &'static str {
