@@ -54,6 +54,12 @@ def from_file(path, family=None, vae=None, source=None):
     return doc
 
 
+def one_frame_max(doc, op):
+    """The largest one-frame run (pixels) a video family's class can do for `op` (the document's `one_frame_max`,
+    which says why), or None: every one-frame size of the grid."""
+    return ((doc.get("one_frame_max") or {}).get("pixels") or {}).get(op)
+
+
 def untiled_ops(doc):
     """The ops a family's class cannot run tiled (the document's `untiled`, which says why): traced, smoke-checked
     and measured untiled only."""

@@ -43,11 +43,14 @@ from . import configs, inputs, preflight
 IMAGE_SIZES = ((512, 512), (768, 768), (1024, 1024), (1216, 832), (1536, 1536), (2048, 2048), (2560, 1440))
 IMAGE_TILES = (0, 512)
 #: Video: two canvases (each side rounded up to the family's spatial
-#: compression: LTX-2 takes multiples of 32) and three clip lengths
-#: (frames of the form k·t + 1 for the family's temporal compression t,
-#: the nearest at or above these).
+#: compression: LTX-2 takes multiples of 32) at three clip lengths (frames
+#: of the form k·t + 1 for the family's temporal compression t, the
+#: nearest at or above these), and one frame at every image size and both
+#: canvases: a video VAE run on an image (Anima decodes Wan 2.1's VAE on
+#: images; LTX-2 encodes a first frame) is its own shape, and the points
+#: measured that way lie inside it and calibrate the class (docs/traced.md).
 VIDEO_SIZES = ((832, 480), (1280, 720))
-VIDEO_FRAMES = (17, 49, 81)
+VIDEO_FRAMES = (1, 17, 49, 81)
 DTYPES = ("bf16", "fp16", "fp32")
 OPS = ("decode", "encode")
 
@@ -333,7 +336,9 @@ def grid(doc, ops=OPS, dtypes=DTYPES):
     rows = []
     video = measure.is_video_model(doc)
     s = measure.spatial_compression(doc)
-    sizes = [(-(-w // s) * s, -(-h // s) * s) for (w, h) in VIDEO_SIZES] if video else IMAGE_SIZES
+    rounded = lambda sizes: sorted({(-(-w // s) * s, -(-h // s) * s) for (w, h) in sizes}, key=lambda wh: (wh[0] * wh[1], wh[0]))
+    clip_sizes = rounded(VIDEO_SIZES) if video else IMAGE_SIZES
+    frame_sizes = rounded(IMAGE_SIZES + VIDEO_SIZES) if video else IMAGE_SIZES
     frames_list = clip_frames(doc, VIDEO_FRAMES) if video else (1,)
     host = doc.get("host_tiling")
     tiles = ((0, host["tile"]) if host else (0,)) if video else IMAGE_TILES
@@ -344,10 +349,14 @@ def grid(doc, ops=OPS, dtypes=DTYPES):
             for tile in tiles:
                 if tile and op in untiled:
                     continue
-                for (w, h) in sizes:
-                    if tile and tile >= w and tile >= h:
-                        continue  # a tile covering the image runs untiled
-                    for f in frames_list:
+                # A one-frame run the class cannot do (the document says why) is not traced.
+                most = configs.one_frame_max(doc, op) if video else None
+                for f in frames_list:
+                    for (w, h) in frame_sizes if f == 1 else clip_sizes:
+                        if tile and tile >= w and tile >= h:
+                            continue  # a tile covering the image runs untiled
+                        if f == 1 and most is not None and w * h > most:
+                            continue
                         rows.append((op, dtype, tile, w, h, f))
     return rows
 

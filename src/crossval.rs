@@ -427,7 +427,7 @@ fn covers_image(p: &Point) -> bool {
 /// traced margin (its fit margin when none is declared). A family alone in
 /// its group cannot be validated.
 pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::Shapes) -> Result<CrossvalReport> {
-    use crate::traced::{calibrate, calibration_points, priced};
+    use crate::traced::{calibration_points, calibrations, priced};
     let margin = policy.traced.as_ref().map_or(policy.margin, |t| t.margin);
     let mut checks = Vec::new();
     let mut not_validated = Vec::new();
@@ -444,12 +444,26 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
             ));
         }
     }
-    for (key, group) in groups {
+    // Each fold is every calibration emit would ship without one family's
+    // points anywhere: a group left with too few sizes borrows its slope
+    // as emit's would, and never from the held family's own points.
+    let mut folds = BTreeMap::new();
+    for (key, group) in &groups {
         let families: BTreeSet<&str> = group.iter().map(|c| c.point.key.vae.as_str()).collect();
         for family in &families {
-            let (held, train): (Vec<_>, Vec<_>) = group.iter().partition(|c| c.point.key.vae.as_str() == *family);
+            let held: Vec<_> = group.iter().filter(|c| c.point.key.vae.as_str() == *family).collect();
             let line = held[0].line.clone();
-            if train.is_empty() {
+            if !folds.contains_key(*family) {
+                let without: BTreeMap<_, Vec<_>> = groups
+                    .iter()
+                    .map(|(k, g)| {
+                        (k.clone(), g.iter().filter(|c| c.point.key.vae.as_str() != *family).cloned().collect())
+                    })
+                    .filter(|(_, g): &(_, Vec<_>)| !g.is_empty())
+                    .collect();
+                folds.insert(family.to_string(), calibrations(&without, margin, policy.min_sizes)?);
+            }
+            let Some(calibration) = folds[*family].get(key).map(|f| f.rounded) else {
                 not_validated.push(format!(
                     "{line}: no other family of class {} measured on {} {} {} {} {} (tile {})",
                     key.class.as_str(),
@@ -461,8 +475,7 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
                     key.tile
                 ));
                 continue;
-            }
-            let calibration = calibrate(&train, margin)?;
+            };
             let mut check = LineCheck::new(line, 1);
             for c in held {
                 let reserve = priced(&calibration, c.traced)?

@@ -293,7 +293,12 @@ fn every_video_family_answers_from_a_line_or_its_trace() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["vae"] == family.as_str() && s["op"] == "decode" && s["dtype"] == "bf16")
+            .find(|s| {
+                s["vae"] == family.as_str()
+                    && s["op"] == "decode"
+                    && s["dtype"] == "bf16"
+                    && s.get("one_frame").is_none()
+            })
             .unwrap_or_else(|| panic!("{family}: no traced decode"));
         let tt = shape["temporal_tile"].as_u64().unwrap().to_string();
         let walk = registry[family]["video"]["walk"].as_str().unwrap();
@@ -454,4 +459,233 @@ fn a_family_of_a_class_nobody_measured_borrows_the_most_cautious_calibration_and
     // A family of a calibrated class gets no such warning.
     let sd = reserve(root, "sd", 1024, "cudnn");
     assert!(sd["warnings"].as_array().unwrap().iter().all(|w| !w.as_str().unwrap().contains("has been measured")));
+}
+
+/// A root where SD is measured at three sizes on cuDNN (2× its trace) and
+/// on MIOpen (3×), and the causal-3d family `c3` once on MIOpen at 1024²
+/// with a demand of `demand(trace)`; `c4`, causal-3d too, is traced only.
+fn few_sizes_root(demand: impl Fn(u64) -> u64) -> tempfile::TempDir {
+    let dir = root_with(
+        "[vae.sd]\nclass = \"kl-2d\"\n\n[vae.c3]\nclass = \"causal-3d\"\n\n[vae.c4]\nclass = \"causal-3d\"\n\n\
+         [traced]\nmargin = \"0.5\"\nreason = \"a test\"\n",
+    );
+    let root = dir.path();
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    for (family, per_pixel) in [("sd", 1000u64), ("c3", 500), ("c4", 700)] {
+        let t = traces(
+            family,
+            per_pixel,
+            0,
+            &format!("class={};spatial=8", if family == "sd" { "kl-2d" } else { "causal-3d" }),
+        );
+        fs::write(root.join(format!("measurements/traced/{family}.csv")), t).unwrap();
+    }
+    for (backend, times) in [("cudnn", 2u64), ("miopen", 3)] {
+        for side in SIDES {
+            let demand = times * 1000 * side * side;
+            csv.push_str(&format!(
+                "sd-{backend}-{side},test,{backend},native,linux,sd,decode,0,fp16,{side},{side},1,{demand}\n"
+            ));
+        }
+    }
+    let c3 = demand(500 * 1024 * 1024);
+    csv.push_str(&format!("c3-once,test,miopen,native,linux,c3,decode,0,fp16,1024,1024,1,{c3}\n"));
+    fs::write(root.join("points.csv"), csv).unwrap();
+    ingest_and_emit(root);
+    dir
+}
+
+fn calibration_of(root: &Path, id: &str) -> Value {
+    let file: Value = serde_json::from_slice(&fs::read(root.join("fits/vae.json")).unwrap()).unwrap();
+    let found = file["traced"]["calibrations"].as_array().unwrap().iter().find(|c| {
+        let key = ["class", "op", "tile", "conv_backend", "allocator", "os", "dtype"].map(|f| match &c[f] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        });
+        key.join("/") == id
+    });
+    found.unwrap_or_else(|| panic!("no calibration {id}")).clone()
+}
+
+#[test]
+fn a_calibration_on_one_size_takes_the_nearest_slope_and_lifts_its_base() {
+    const MIB: u64 = 1 << 20;
+    // c3's one MIOpen decode is its trace plus 2 GiB of workspace: read
+    // through the origin (the mistake), that is 5.1× its trace, and every
+    // larger causal-3d trace on MIOpen would be multiplied by it.
+    let workspace = 2048 * MIB;
+    let dir = few_sizes_root(|t| t + workspace);
+    let root = dir.path();
+    let t = 500 * 1024 * 1024;
+    let c = calibration_of(root, "causal-3d/decode/0/miopen/native/any/fp16");
+    assert_eq!((c["points"].as_u64(), c["sizes"].as_u64()), (Some(1), Some(1)), "{c}");
+    // The nearest fitted calibration on its platform: SD's MIOpen line, 3 × 1.5.
+    assert_eq!(c["slope_from"], "kl-2d/decode/0/miopen/native/any/fp16", "{c}");
+    assert_eq!(c["slope"], "4.50", "{c}");
+    // The least whole MiB covering the point with the margin.
+    let need = (3 * (t + workspace)).div_ceil(2);
+    let base = (need - 450 * t / 100).div_ceil(MIB);
+    assert_eq!(c["base_mib"].as_u64(), Some(base), "{c}");
+    assert_eq!(c["support"], serde_json::json!(["c3-once"]));
+    // c3 itself, priced by the traced rule, covers its point with the margin.
+    let own = reserve(root, "c3", 1024, "miopen");
+    assert_eq!(own["traced"]["calibration"], "causal-3d/decode/0/miopen/native/any/fp16", "{own}");
+    assert!(own["traced"]["bytes"].as_u64().unwrap() >= need, "{own}");
+    assert_eq!(own["traced"]["slope_from"], "kl-2d/decode/0/miopen/native/any/fp16", "{own}");
+    // c4 at 2048² pays the borrowed slope on its trace plus the base, under
+    // two thirds of what the through-origin ratio would charge it.
+    let c4 = reserve(root, "c4", 2048, "miopen");
+    let t4 = 700 * 2048 * 2048;
+    assert_eq!(c4["traced"]["traced_bytes"].as_u64(), Some(t4), "{c4}");
+    assert_eq!(c4["traced"]["bytes"].as_u64(), Some((450 * t4).div_ceil(100) + base * MIB), "{c4}");
+    let through_origin = u128::from(t4) * u128::from(need) / u128::from(t);
+    assert!(u128::from(c4["traced"]["bytes"].as_u64().unwrap()) * 3 < through_origin * 2, "{c4}");
+    // The table says where the slope came from.
+    let out = vramfit()
+        .arg("--root")
+        .arg(root)
+        .args(["reserve", "c4", "decode", "2048x2048", "--dtype", "fp16", "--backend", "miopen", "--os", "linux"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("kl-2d/decode/0/miopen/native/any/fp16's slope, the base lifted to cover them"), "{table}");
+    // verify holds the borrowed slope and its source to the points.
+    let path = root.join("fits/vae.json");
+    let shipped: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let i =
+        shipped["traced"]["calibrations"].as_array().unwrap().iter().position(|x| x["class"] == "causal-3d").unwrap();
+    for (field, value) in [("slope_from", Value::Null), ("sizes", Value::from(3)), ("base_mib", Value::from(base - 1))]
+    {
+        let mut tampered = shipped.clone();
+        tampered["traced"]["calibrations"][i][field] = value;
+        fs::write(&path, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+        let out = vramfit().arg("--root").arg(root).arg("verify").output().unwrap();
+        assert_ne!(out.status.code(), Some(0), "{field}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+#[test]
+fn a_calibration_on_one_size_keeps_its_own_slope_where_the_nearest_is_steeper() {
+    // c3's point at 1× its trace: SD's MIOpen slope (4.50) would price it
+    // 3× over, so its own envelope stands (1.50 through the origin).
+    let dir = few_sizes_root(|t| t);
+    let c = calibration_of(dir.path(), "causal-3d/decode/0/miopen/native/any/fp16");
+    assert_eq!((c["slope"].as_str(), c["base_mib"].as_u64()), (Some("1.50"), Some(0)), "{c}");
+    assert!(c.get("slope_from").is_none(), "{c}");
+    // Three sizes fit their own envelope whatever the neighbours: SD's.
+    let sd = calibration_of(dir.path(), "kl-2d/decode/0/miopen/native/any/fp16");
+    assert_eq!((sd["slope"].as_str(), sd["sizes"].as_u64()), (Some("4.50"), Some(3)), "{sd}");
+    assert!(sd.get("slope_from").is_none(), "{sd}");
+}
+
+/// Traced rows of a causal video family `v`: clips (17 and 49 frames at
+/// 832×480 and 1280×720) at `clip` bytes a frame pixel, and, where
+/// `one_frame`, one-frame rows at 512², 1024² and 2048² with a large fixed
+/// term, as a one-frame run's steps have.
+fn video_traces(one_frame: bool) -> String {
+    let facts = "class=causal-3d;spatial=8;temporal=4;walk=causal;walk_frames=4;tile=0";
+    let mut t = HEAD.to_string();
+    for (w, h) in [(832u64, 480u64), (1280, 720)] {
+        for f in [17u64, 49] {
+            let bytes = 600 * w * h * f;
+            t.push_str(&format!("v,v,decode,fp16,0,0,{w},{h},{f},1,{bytes},\"a config\",{facts}\n"));
+        }
+    }
+    if one_frame {
+        for side in SIDES {
+            let bytes = 3000 * side * side + 900_000_000;
+            t.push_str(&format!("v,v,decode,fp16,0,0,{side},{side},1,1,{bytes},\"a config\",{facts}\n"));
+        }
+    }
+    t
+}
+
+#[test]
+fn one_frame_of_a_video_family_is_its_own_shape_and_leaves_the_clips_alone() {
+    let answers: Vec<(Value, Value)> = [false, true]
+        .into_iter()
+        .map(|one_frame| {
+            let dir = measured_root();
+            let root = dir.path();
+            let file = root.join("v.csv");
+            fs::write(&file, video_traces(one_frame)).unwrap();
+            let out = add(root, "v", &file);
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            let ask = |frames: &str| {
+                let out = vramfit()
+                    .arg("--root")
+                    .arg(root)
+                    .args(["--format", "json", "reserve", "v", "decode", "1024x1024", "--frames", frames])
+                    .args(["--dtype", "fp16", "--os", "linux"])
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+                json_of(&out)
+            };
+            (ask("1"), ask("17"))
+        })
+        .collect();
+    let [(frame_before, clip_before), (frame, clip)] = [answers[0].clone(), answers[1].clone()];
+    // A clip is priced as it was: the one-frame rows do not tilt its shape.
+    assert_eq!(clip["traced"], clip_before["traced"], "{clip}");
+    assert_eq!(clip["bytes"], clip_before["bytes"]);
+    // One frame reads its own shape, exactly its row at a traced size.
+    let t = &frame["traced"];
+    assert_eq!(t["shape"], "v/decode/one-frame/fp16", "{t}");
+    assert_eq!(t["traced_bytes"].as_u64(), Some(3000 * 1024 * 1024 + 900_000_000), "{t}");
+    assert_eq!(t["extrapolated"], false, "{t}");
+    // Without it, one frame was the clips' line extrapolated to one frame.
+    let before = &frame_before["traced"];
+    assert!(before["shape"].as_str().unwrap().ends_with("/0f/fp16"), "{before}");
+    assert_eq!(before["extrapolated"], true, "{before}");
+    assert_ne!(before["traced_bytes"], t["traced_bytes"], "{before}");
+}
+
+#[test]
+fn leaving_a_family_out_calibrates_the_rest_as_emit_would() {
+    const MIB: u64 = 1 << 20;
+    // c3 once on MIOpen (its trace plus 2 GiB, 5.1× it) and c4 at three
+    // sizes (4× its trace): held out in turn, each is priced by the
+    // other's calibration alone; c3's one point borrows SD's MIOpen slope.
+    let dir = few_sizes_root(|t| t + 2048 * MIB);
+    let root = dir.path();
+    let mut csv =
+        String::from("id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_bytes\n");
+    for side in SIDES {
+        csv.push_str(&format!(
+            "c4-{side},test,miopen,native,linux,c4,decode,0,fp16,{side},{side},1,{}\n",
+            4 * 700 * side * side
+        ));
+    }
+    fs::write(root.join("c4.csv"), csv).unwrap();
+    let out = vramfit().arg("--root").arg(root).arg("ingest").arg(root.join("c4.csv")).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    let out =
+        vramfit().arg("--root").arg(root).args(["--format", "json", "crossval", "--by", "family"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = json_of(&out);
+    let line = |vae: &str| {
+        j["lines"].as_array().unwrap().iter().find(|l| l["vae"] == vae && l["conv_backend"] == "miopen").cloned()
+    };
+    let c4 = line("c4").unwrap_or_else(|| panic!("c4 not held out: {j}"));
+    let t = 500 * 1024 * 1024;
+    let base = ((3 * (t + 2048 * MIB)).div_ceil(2) - 450 * t / 100).div_ceil(MIB);
+    for p in c4["points"].as_array().unwrap() {
+        let side: u64 = p["id"].as_str().unwrap().trim_start_matches("c4-").parse().unwrap();
+        let want = (450 * 700 * side * side).div_ceil(100) + base * MIB;
+        assert_eq!(p["reserve_bytes"].as_u64(), Some(want), "{p}");
+    }
+    // c3 held out: c4's own three sizes, fitted (4 × 1.5 = 6.00, no base).
+    let c3 = line("c3").unwrap_or_else(|| panic!("c3 not held out: {j}"));
+    let p = &c3["points"][0];
+    assert_eq!(p["reserve_bytes"].as_u64(), Some(6 * t), "{p}");
+    assert_eq!(p["covered"], true, "{p}");
 }

@@ -250,13 +250,16 @@ fn traced_rows(p: &crate::pricing::Price, t: &crate::pricing::TracedTerms, rows:
     rows.push((
         "calibration",
         format!(
-            "{}: {} × traced + {} MiB (margin {}; {} point(s) of {})",
+            "{}: {} × traced + {} MiB (margin {}; {} point(s) of {}{})",
             t.calibration,
             t.slope,
             t.base_mib,
             t.margin,
             t.points,
-            t.families.join(", ")
+            t.families.join(", "),
+            t.slope_from.as_ref().map_or(String::new(), |f| format!(
+                "; too few sizes for a slope of their own: {f}'s slope, the base lifted to cover them"
+            ))
         ),
     ));
     let which = if p.rule == Rule::Traced { "sets the price" } else { "consulted" };

@@ -84,6 +84,13 @@ pub struct TracedShape {
     /// A video shape's temporal tile as its key has it (absent for an image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temporal_tile: Option<u32>,
+    /// A video family's VAE run on one frame (an image): an envelope of its
+    /// one-frame rows alone, which prices one-frame queries; the clip shape
+    /// (this absent) prices clips and a measured line past its range. One
+    /// envelope over both would tilt: a one-frame run's steps are not a
+    /// clip's, and its trace sits far above the clips' line drawn down to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_frame: bool,
     pub unit: ShapeUnit,
     /// Traced bytes per unit, `num/den`, the exact envelope (no margin).
     pub slope: String,
@@ -107,13 +114,21 @@ impl TracedShape {
         u64::try_from(v.ceil().max(0)).ok()
     }
 
-    /// Whether it prices this query's key: same family, op, dtype and tiles.
+    /// Whether it is the clip (or image) shape of this query's key: same
+    /// family, op, dtype and tiles.
     pub fn prices(&self, vae: &str, op: Op, dtype: Dtype, tile: u32, temporal_tile: Option<u32>) -> bool {
-        self.vae == vae
+        !self.one_frame
+            && self.vae == vae
             && self.op == op
             && self.dtype == dtype
             && self.tile == tile
             && self.temporal_tile == temporal_tile
+    }
+
+    /// Whether it is the one-frame shape of this family, op, dtype and
+    /// spatial tile (one frame has no temporal walk).
+    pub fn prices_one_frame(&self, vae: &str, op: Op, dtype: Dtype, tile: u32) -> bool {
+        self.one_frame && self.vae == vae && self.op == op && self.dtype == dtype && self.tile == tile
     }
 }
 
@@ -137,7 +152,16 @@ pub struct Calibration {
     pub families: Vec<String>,
     /// Measured points behind it.
     pub points: usize,
-    /// The points that pin the envelope.
+    /// Distinct traced sizes among them.
+    pub sizes: usize,
+    /// Where the points span fewer distinct traced sizes than the policy's
+    /// `min_sizes`, they cannot part a slope from a constant: the slope is
+    /// then this fitted calibration's (`class/op/tile/backend/allocator/os/dtype`,
+    /// the most cautious of the nearest ones) and `base_mib` the least that
+    /// covers every point with the margin. Absent: fitted on its own points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope_from: Option<String>,
+    /// The points that pin the envelope (with `slope_from`: the base).
     pub support: Vec<String>,
 }
 
@@ -151,6 +175,14 @@ impl Calibration {
     /// The reservation for `traced` bytes.
     pub fn price(&self, traced: u64) -> Result<u64, Overflow> {
         super::reserve_bytes(self.slope_centi().ok_or(Overflow)?, self.base_mib, traced)
+    }
+
+    /// Its name in answers: `class/op/tile/backend/allocator/os/dtype`.
+    pub fn id(&self) -> String {
+        format!(
+            "{}/{}/{}/{}/{}/{}/{}",
+            self.class, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype
+        )
     }
 
     /// Whether it holds on this platform: its backend and allocator, and

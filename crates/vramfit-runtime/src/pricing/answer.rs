@@ -392,6 +392,10 @@ pub struct TracedTerms {
     pub families: Vec<String>,
     /// The measured points it was calibrated on.
     pub points: usize,
+    /// Where those points span too few sizes to fit a slope: the fitted
+    /// calibration whose slope it takes (its base covers the points).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slope_from: Option<String>,
     /// A tile with no traced shape of its own: the host's output copies
     /// added to the untiled shape's price at one tile (`at`), bytes (0
     /// otherwise; included in `bytes`).

@@ -41,14 +41,12 @@ impl TracedOn<'_> {
             traced_bytes: self.traced,
             bytes: self.bytes,
             extrapolated: self.extrapolated(),
-            shape: format!("{}/{}/{}/{}", s.vae, s.op, tiles_text(s.tile, s.temporal_tile), s.dtype),
+            shape: shape_name(s),
             shape_slope: s.slope.clone(),
             shape_base: s.base.clone(),
             size_range: s.size_range,
-            calibration: format!(
-                "{}/{}/{}/{}/{}/{}/{}",
-                c.class, c.op, c.tile, c.conv_backend, c.allocator, c.os, c.dtype
-            ),
+            calibration: c.id(),
+            slope_from: c.slope_from.clone(),
             slope: c.slope.clone(),
             base_mib: c.base_mib,
             families: c.families.clone(),
@@ -57,6 +55,13 @@ impl TracedOn<'_> {
             margin,
         }
     }
+}
+
+/// A shape's name in answers: `vae/op/tile/dtype`, a video shape's tile
+/// `Nf` (its temporal tile) or `one-frame`.
+fn shape_name(s: &TracedShape) -> String {
+    let tiles = if s.one_frame { "one-frame".to_string() } else { tiles_text(s.tile, s.temporal_tile) };
+    format!("{}/{}/{}/{}", s.vae, s.op, tiles, s.dtype)
 }
 
 fn tiles_text(tile: u32, temporal_tile: Option<u32>) -> String {
@@ -73,21 +78,29 @@ impl Coefficients {
     /// untiled one) on the key's platform in the key's dtype; where there is
     /// none, the highest-pricing of this platform's other dtypes and every
     /// platform's in this dtype (the unmeasured rule's candidates); where
-    /// there is none of those either, the highest of the class's. None: no
-    /// shape, no class or no calibration of the class for the op.
+    /// there is none of those either, the highest of the class's. Among
+    /// candidates, those on the key's conv backend where there are any.
+    /// None: no shape, no class or no calibration of the class for the op.
     ///
     /// A tile with no shape of its own (`tile_on`: one tile's pixels and
     /// the host's output copies) is the untiled shape at one tile plus the
-    /// copies, as the derived tile rule prices a line.
+    /// copies, as the derived tile rule prices a line. A video run of one
+    /// frame (`one_frame`) is priced by the family's one-frame shape where
+    /// there is one.
     pub(super) fn traced_on(
         &self,
         key: &LineKey,
         at: u64,
         tile_on: Option<(u64, u64)>,
+        one_frame: bool,
     ) -> Result<Option<TracedOn<'_>>> {
         let Some(section) = self.file.traced.as_ref() else { return Ok(None) };
         let Some(class) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.class) else { return Ok(None) };
-        let find = |tile: u32| self.shape_of(key, tile);
+        // One frame of a video family: its one-frame shape where it has one.
+        let one = |tile: u32| {
+            section.shapes.iter().find(|s| one_frame && s.prices_one_frame(&key.vae, key.op, key.dtype, tile))
+        };
+        let find = |tile: u32| one(tile).or_else(|| self.shape_of(key, tile));
         let (shape, at, copies) = match (find(key.tile), tile_on) {
             (Some(s), _) => (s, at, 0),
             (None, Some((tile_pixels, copies))) if key.tile != 0 => match find(0) {
@@ -124,6 +137,14 @@ impl Coefficients {
             let here_or_dtype: Vec<&Calibration> =
                 any_class.clone().filter(|c| here(c) && c.dtype == key.dtype).collect();
             found = if here_or_dtype.is_empty() { any_class.collect() } else { here_or_dtype };
+        }
+        // A calibration on the query's conv backend where one is among
+        // them: the conv library's workspace is what a trace cannot see,
+        // and MIOpen's is several times cuDNN's (FLUX.2's encode: 5.25
+        // against 1.65 traced bytes), so another allocator on the same
+        // backend is nearer than another backend.
+        if found.iter().any(|c| c.conv_backend == key.conv_backend) {
+            found.retain(|c| c.conv_backend == key.conv_backend);
         }
         // The highest price; a tie keeps the first in the file's order.
         let mut best: Option<(&Calibration, u64)> = None;
@@ -166,7 +187,7 @@ impl PastRange<'_> {
     pub fn terms(&self) -> FollowsTrace {
         let s = self.shape;
         FollowsTrace {
-            shape: format!("{}/{}/{}/{}", s.vae, s.op, tiles_text(s.tile, s.temporal_tile), s.dtype),
+            shape: shape_name(s),
             measured_to: self.end,
             line_bytes_at_end: self.line_at_end,
             traced_at_end: self.traced_at_end,

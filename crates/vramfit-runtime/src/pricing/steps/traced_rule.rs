@@ -28,7 +28,8 @@ impl Step for TracedRule {
         _: Option<&Candidate<'a>>,
     ) -> Result<Option<Candidate<'a>>> {
         let tile_on = ask.tile_on.as_ref().map(|t| (t.tile_pixels, t.copies_bytes));
-        ask.traced = c.traced_on(ask.key(), ask.at, tile_on)?;
+        let one_frame = ask.video.as_ref().is_some_and(|v| v.run.frames == 1);
+        ask.traced = c.traced_on(ask.key(), ask.at, tile_on, one_frame)?;
         let Some(t) = &ask.traced else { return Ok(None) };
         let bytes = add(add(t.bytes, ask.clip)?, ask.growth)?;
         Ok(Some(Candidate { rule: Rule::Traced, basis: Basis::Guess, line: None, derived: false, bytes }))
