@@ -16,7 +16,7 @@ and tiling as `_tile` says. Checked against diffusers 0.42.1 on the CPU.
 #: The classes whose tensors carry a frame axis (batch, channels, frames, h, w).
 VIDEO_CLASSES = ("AutoencoderKLQwenImage", "AutoencoderKLQwenImage21", "AutoencoderKLWan", "AutoencoderKLLTXVideo", "AutoencoderKLLTX2Video",
                  "AutoencoderKLHunyuanVideo", "AutoencoderKLHunyuanVideo15", "AutoencoderKLCogVideoX", "AutoencoderKLMochi",
-                 "AutoencoderKLCosmos", "AutoencoderKLMagvit", "AutoencoderKLHunyuanImageRefiner")
+                 "AutoencoderKLCosmos", "AutoencoderKLMagvit", "AutoencoderKLHunyuanImageRefiner", "AutoencoderKLMiniMaxH3")
 
 
 def _torch_dtype(torch, name):
@@ -93,9 +93,20 @@ def build(doc, dtype, device, tile=0):
         vae = vae.to(device="meta", dtype=_torch_dtype(torch, dtype)).eval()
     else:
         vae = cls.from_config(config).to(device=device, dtype=_torch_dtype(torch, dtype)).eval()
+    _keep_in_fp32(vae, torch)
     if tile:
         _tile(vae, tile)
     return vae
+
+
+def _keep_in_fp32(vae, torch):
+    """The weights a class pins to float32 whatever the dtype (`_keep_in_fp32_modules`, matched by name as
+    diffusers' `from_pretrained(torch_dtype=…)` loads them): a host loads MiniMax-H3's encoder and norms in float32,
+    and its encode runs the clip in float32 (autoencoder_kl_minimax_h3.py:533-543, :873)."""
+    keep = getattr(type(vae), "_keep_in_fp32_modules", None) or ()
+    for name, tensor in list(vae.named_parameters()) + list(vae.named_buffers()):
+        if any(m in name for m in keep) and tensor.is_floating_point():
+            tensor.data = tensor.data.to(torch.float32)
 
 
 def _channels(doc):
@@ -130,8 +141,29 @@ def is_video_model(doc):
 
 
 def latent_frames(doc, frames):
-    """A clip of `frames` frames in latent frames: the first alone, then one per `temporal`."""
+    """A clip of `frames` frames in latent frames: the first alone, then one per `temporal`; or, where the
+    document gives a `frame_grammar` (pixel frames p·n + e map to latent frames a·n + b), by it (one frame is one
+    latent frame either way)."""
+    grammar = doc.get("frame_grammar")
+    if grammar and frames > 1:
+        (p, e), (a, b) = grammar["pixel"], grammar["latent"]
+        if frames < p + e or (frames - e) % p:
+            raise ValueError("%s takes clips of %d·n + %d frames, not %d" % (doc["family"], p, e, frames))
+        return a * ((frames - e) // p) + b
     return (frames - 1) // temporal_compression(doc) + 1
+
+
+def clip_frames_at_least(doc, wanted):
+    """The shortest clip the family takes of at least `wanted` frames: one frame; k·t + 1 for its temporal
+    compression t; or p·n + e (n ≥ 1) under its `frame_grammar`."""
+    if wanted <= 1:
+        return 1
+    grammar = doc.get("frame_grammar")
+    if grammar:
+        p, e = grammar["pixel"]
+        return p * max(1, -(-(wanted - e) // p)) + e
+    t = temporal_compression(doc)
+    return ((wanted - 1 + t - 1) // t) * t + 1
 
 
 def pixel_channels(doc):
@@ -221,6 +253,12 @@ def temporal_tile(vae, op, frames):
     class's framewise switch for the op on (HunyuanVideo's default, or the
     host's tiling) and a clip longer than one tile; else 0 (the clip at
     once, or a causal walk). A GPU row and a traced row record the same."""
+    if hasattr(vae, "tokens_chunk_size") and hasattr(vae, "token_overlap"):
+        # MiniMax-H3 decodes `tokens_chunk_size + token_overlap` latent frames a chunk (28 frames as released,
+        # autoencoder_kl_minimax_h3.py _decode) and encodes `clip_length` (17) a clip: the registry's one walk per
+        # family is the decode's chunk, and an encode is keyed by it too (its clips sit inside one chunk's frames).
+        size = (vae.tokens_chunk_size + vae.token_overlap) * vae.temporal_compression_ratio
+        return size if frames > size else 0
     switch = "use_framewise_decoding" if op == "decode" else "use_framewise_encoding"
     size = getattr(vae, "tile_sample_min_num_frames", 0)
     return size if getattr(vae, switch, False) and size and frames > size else 0

@@ -74,6 +74,8 @@ CLASS_WALKS = {
     "AutoencoderKLCosmos": ("all", 0),
     "AutoencoderKLLTXVideo": ("tiles", 16),
     "AutoencoderKLLTX2Video": ("tiles", 16),
+    # MiniMax-H3 decodes 7 latent frames a chunk (5 plus 2 of overlap: 28 frames) in 256 px tiles by default.
+    "AutoencoderKLMiniMaxH3": ("tiles", 28),
 }
 
 
@@ -85,6 +87,8 @@ CLASSES = {
     "AutoencoderTiny": "tiny",
     # A Haar-wavelet patcher and unpatcher around causal 3-D blocks.
     "AutoencoderKLCosmos": "wavelet",
+    # A 36-layer ViT decoder over the latent tokens behind a causal 3-D encoder.
+    "AutoencoderKLMiniMaxH3": "vit",
 }
 
 
@@ -185,6 +189,9 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
     vae = measure.build(doc, dtype, "meta", 0 if video else tile)
     if video and tile:
         host_tiling(vae, doc, tile)
+    elif video and getattr(vae, "use_tiling", False):
+        # A class that tiles by default (MiniMax-H3) runs untiled only when told to.
+        vae.disable_tiling()
     walked = measure.temporal_tile(vae, op, frames) if video else 0
     x = measure.make_input(doc, op, dtype, width, height, batch, "meta", frames=frames)
     mode = LiveBytes(storages_of(vae, x))
@@ -306,15 +313,10 @@ def selftest():
 
 
 def clip_frames(doc, wanted):
-    """The clip lengths a video family takes: k·t + 1 at or above each wanted length."""
-    t = measure_temporal(doc)
-    return sorted({((f - 1 + t - 1) // t) * t + 1 for f in wanted})
-
-
-def measure_temporal(doc):
+    """The clip lengths a video family takes: k·t + 1 (or its `frame_grammar`'s) at or above each wanted length."""
     from . import measure
 
-    return measure.temporal_compression(doc)
+    return sorted({measure.clip_frames_at_least(doc, f) for f in wanted})
 
 
 def tiling_words(doc, tile):

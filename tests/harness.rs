@@ -162,6 +162,8 @@ fn a_bad_plan_is_refused_naming_the_key() {
         // Clip lengths belong to video families, and to the lengths they decode.
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\nframes = [9]\n", "sdxl is an image VAE"),
         ("[[grid]]\nfamilies = [\"wan21\"]\nops = [\"decode\"]\ndtypes = [\"bf16\"]\nsizes = [\"512x320\"]\nframes = [10]\n", "10 is not (9 or 13 is)"),
+        // A class with its own clip lengths (MiniMax-H3: 17n + 5) is held to them, not to k x 4 + 1.
+        ("[[grid]]\nfamilies = [\"minimax_h3\"]\nops = [\"decode\"]\ndtypes = [\"bf16\"]\nsizes = [\"512x512\"]\nframes = [21]\n", "takes 17 x n + 5 frames; 21 is not (22 is)"),
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"host-tiled-decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\n", "sdxl is an image VAE"),
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\ncontexts = [\"warm\"]\n", "a warm run needs the fresh one"),
         ("[[grid]]\nfamilies = [\"sdxl\"]\nops = [\"decode\"]\ndtypes = [\"fp16\"]\nsizes = [\"512x512\"]\ncontexts = [\"fresh\", \"warm\"]\nprocess = \"grid\"\n", "leave contexts out"),

@@ -102,6 +102,15 @@ fn cases() -> Vec<(Value, &'static str)> {
          "reserve ltx2 encode 1248x704 --frames 121 --tile 0 --temporal-tile 0 --dtype bf16 --backend miopen --os linux"),
         (call(ltx, json!(["encode", {"vae": {"dtype": "torch.bfloat16"}}, 1088, 1920, 241, 768, 32, true]), json!({})),
          "reserve ltx2 encode 1920x1088 --frames 241 --tile 768 --temporal-tile 32 --dtype bf16 --os linux"),
+        // MiniMax-H3 as InvokeAI 7.0 asks it: pixels, the class's own 256 px tiles while use_tiling holds.
+        (rocm(call("invokeai.estimate_vae_working_memory_minimax_h3",
+                   json!(["decode", {"vae": {"dtype": "torch.float32", "attrs": {"use_tiling": true, "tile_sample_min_height": 256}}}, 1344, 768, 90]),
+                   json!({}))),
+         "reserve minimax-h3 decode 768x1344 --frames 90 --tile 256 --dtype fp32 --backend miopen --os linux"),
+        (call("invokeai.estimate_vae_working_memory_minimax_h3",
+              json!(["encode", {"vae": {"dtype": "torch.bfloat16", "attrs": {"use_tiling": false}}}, 480, 832, 1]),
+              json!({})),
+         "reserve minimax_h3 encode 832x480 --dtype bf16 --os linux"),
         // No dtype on the parameters: the element size (4 bytes is fp32).
         (call(sd, json!(["decode", tensor(&[1, 4, 64, 64]), {"vae": {"element_size": 4}}, null, false]), json!({})),
          "reserve sd decode 512x512 --dtype fp32 --os linux"),

@@ -391,6 +391,19 @@ fn the_reported_inversions_are_in_order() {
             "reserve ltx-2 decode 1248x704 --frames 121 --tile 512 --temporal-tile 16 --dtype bf16",
             "reserve ltx-2 decode 1248x704 --frames 121 --tile 512 --temporal-tile 99999 --dtype bf16",
         ),
+        // A tile with a calibration of its own (kl-2d's 512 px encode) beside
+        // the next, priced by the untiled calibration: the calibration's
+        // tile is a corner too (found by the property, 2026-12-07).
+        (
+            "reserve hunyuanimage encode 8x4096 --dtype fp32 --tile 512 --warm",
+            "reserve hunyuanimage encode 8x4096 --dtype fp32 --tile 528 --warm",
+        ),
+        // A temporal tile MiniMax-H3 was not traced at is priced from its
+        // traced temporal tile's shape, not by the legacy floor.
+        (
+            "reserve minimax-h3 decode 256x256 --frames 243 --temporal-tile 27 --dtype fp32",
+            "reserve minimax-h3 decode 768x1344 --frames 243 --tile 256 --dtype fp32",
+        ),
     ];
     for (small, large) in chains {
         let price = |cmd: &str| {

@@ -689,3 +689,28 @@ fn leaving_a_family_out_calibrates_the_rest_as_emit_would() {
     assert_eq!(p["reserve_bytes"].as_u64(), Some(6 * t), "{p}");
     assert_eq!(p["covered"], true, "{p}");
 }
+
+#[test]
+fn a_temporal_tile_without_a_shape_reads_the_familys_traced_one_not_the_legacy_floor() {
+    // MiniMax-H3 is traced at its own 28-frame chunks (and whole clips up to
+    // 28 frames); a run naming 27 is priced from the 28-frame shape at its
+    // working set, as a video line of another temporal tile prices it.
+    let a = shipped_answer(&[
+        "minimax-h3",
+        "decode",
+        "256x256",
+        "--frames",
+        "243",
+        "--temporal-tile",
+        "27",
+        "--dtype",
+        "fp32",
+        "--os",
+        "linux",
+    ]);
+    // (A measured line would price it first; the trace is consulted either way.)
+    assert!(!["legacy-floor", "monotone-floor"].contains(&a["rule"].as_str().unwrap()), "{a}");
+    let t = &a["traced"];
+    assert_eq!(t["shape"], "minimax_h3/decode/28f/fp32", "{t}");
+    assert_eq!(t["at"].as_u64(), Some(256 * 256 * 27), "{t}");
+}

@@ -64,11 +64,22 @@ pub enum ArchClass {
     /// blocks (Cosmos 1.0's CV8x8x8). No point is measured yet.
     #[serde(rename = "wavelet")]
     Wavelet,
+    /// A transformer decoder over latent tokens behind a convolutional
+    /// encoder (MiniMax-H3's 36-layer ViT decoder over its 16×16 latent
+    /// grid). No point is measured yet.
+    #[serde(rename = "vit")]
+    Vit,
 }
 
 impl ArchClass {
-    pub const ALL: [ArchClass; 5] =
-        [ArchClass::Kl2d, ArchClass::Causal3d, ArchClass::DeepCompression, ArchClass::Tiny, ArchClass::Wavelet];
+    pub const ALL: [ArchClass; 6] = [
+        ArchClass::Kl2d,
+        ArchClass::Causal3d,
+        ArchClass::DeepCompression,
+        ArchClass::Tiny,
+        ArchClass::Wavelet,
+        ArchClass::Vit,
+    ];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -77,6 +88,7 @@ impl ArchClass {
             ArchClass::DeepCompression => "dc-ae",
             ArchClass::Tiny => "tiny",
             ArchClass::Wavelet => "wavelet",
+            ArchClass::Vit => "vit",
         }
     }
 }

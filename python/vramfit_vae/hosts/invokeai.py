@@ -42,6 +42,7 @@ __all__ = [
     "estimate_vae_working_memory_anima",
     "estimate_vae_working_memory_wan",
     "estimate_vae_working_memory_ltx2",
+    "estimate_vae_working_memory_minimax_h3",
 ]
 
 #: InvokeAI's ``invokeai.app.invocations.constants.LATENT_SCALE_FACTOR``.
@@ -208,4 +209,23 @@ def estimate_vae_working_memory_ltx2(operation, vae, pixel_height, pixel_width, 
         tile, frames_tile = 0, 0
     return query_of("ltx2", operation, _pixels(pixel_width, "pixel_width"), _pixels(pixel_height, "pixel_height"),
                     frames=_pixels(pixel_frames, "pixel_frames"), tile=tile, temporal_tile=frames_tile,
+                    dtype=loaded, loaded_dtype=loaded, **platform).bytes
+
+
+def estimate_vae_working_memory_minimax_h3(operation, vae, pixel_height, pixel_width, pixel_frames, **platform):
+    """MiniMax-H3 (family ``minimax_h3``), in pixel dimensions as InvokeAI 7.0 asks it
+    (``minimax_h3_latents_to_video.py:75-84`` @6a8e8f33: ``(T − 2) // 5 × 17 + 5`` frames from ``T`` latent
+    frames, 16× in space). The class tiles in space by default and InvokeAI never turns it off: the tile is
+    ``vae.tile_sample_min_height`` (256) while ``vae.use_tiling`` holds, else none; the temporal walk is the
+    family's (chunks of 28 frames). The dtype is the decoder's, ``vae.post_quant_conv``'s where the VAE has one:
+    the first parameter is the encoder's, which the class pins to float32 whatever the load dtype."""
+    operation = operation_of(operation)
+    tiled = getattr(vae, "use_tiling", True)
+    if not isinstance(tiled, bool):
+        raise TypeError("vae.use_tiling: expected True or False, got %r" % (tiled,))
+    tile = config_int(vae, "tile_sample_min_height", 256) if tiled else 0
+    decoder = getattr(vae, "post_quant_conv", None)
+    loaded = dtype_of(decoder if callable(getattr(decoder, "parameters", None)) else vae)
+    return query_of("minimax_h3", operation, _pixels(pixel_width, "pixel_width"),
+                    _pixels(pixel_height, "pixel_height"), frames=_pixels(pixel_frames, "pixel_frames"), tile=tile,
                     dtype=loaded, loaded_dtype=loaded, **platform).bytes

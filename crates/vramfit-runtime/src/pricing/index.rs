@@ -66,8 +66,8 @@ pub struct Coefficients {
     /// where the monotone composition looks for a measured tile's price.
     pub(super) line_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
     /// The tiles that end a rule's domain, by (family, op): every line's
-    /// tile and every traced image shape's (the monotone composition's
-    /// spatial corners).
+    /// tile, every traced image shape's and every tiled calibration's of
+    /// the family's class (the monotone composition's spatial corners).
     pub(super) corner_tiles: FxHashMap<(crate::text::Text, Op), Vec<u32>>,
     /// The temporal tiles (above 0) with a line or a traced shape of each
     /// video (family, op), sorted: the monotone composition's temporal corners.
@@ -125,6 +125,14 @@ impl Coefficients {
                 None if s.tile > 0 => corner_tiles.entry(family()).or_default().push(s.tile),
                 Some(t @ 1..) => line_temporal_tiles.entry(family()).or_default().push(t),
                 _ => {}
+            }
+        }
+        // So does a calibration's tile, for every family of its class: a
+        // tile with a calibration of its own is priced by it, the next
+        // tile by the untiled one (which may price lower).
+        for c in file.traced.iter().flat_map(|t| &t.calibrations).filter(|c| c.tile > 0) {
+            for (name, _) in file.registry.iter().filter(|(_, e)| e.class == Some(c.class)) {
+                corner_tiles.entry((crate::text::Text::from(name.as_str()), c.op)).or_default().push(c.tile);
             }
         }
         for tiles in line_tiles.values_mut().chain(line_temporal_tiles.values_mut()).chain(corner_tiles.values_mut()) {

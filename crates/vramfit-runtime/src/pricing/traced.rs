@@ -86,7 +86,8 @@ impl Coefficients {
     /// the host's output copies) is the untiled shape at one tile plus the
     /// copies, as the derived tile rule prices a line. A video run of one
     /// frame (`one_frame`) is priced by the family's one-frame shape where
-    /// there is one.
+    /// there is one; a temporal tile with no shape, by the highest of the
+    /// family's shapes of other temporal tiles at the run's working set.
     pub(super) fn traced_on(
         &self,
         key: &LineKey,
@@ -100,7 +101,19 @@ impl Coefficients {
         let one = |tile: u32| {
             section.shapes.iter().find(|s| one_frame && s.prices_one_frame(&key.vae, key.op, key.dtype, tile))
         };
-        let find = |tile: u32| one(tile).or_else(|| self.shape_of(key, tile));
+        // A temporal tile the family was not traced at: its shapes of the
+        // other temporal tiles at this run's working set, the highest (the
+        // unit is the same, as a video line of another temporal tile
+        // prices a run of this one).
+        let other_temporal = |tile: u32| {
+            key.temporal_tile?;
+            section
+                .shapes
+                .iter()
+                .filter(|s| s.temporal_tile.is_some() && s.prices(&key.vae, key.op, key.dtype, tile, s.temporal_tile))
+                .max_by_key(|s| (s.at(at), std::cmp::Reverse(s.temporal_tile)))
+        };
+        let find = |tile: u32| one(tile).or_else(|| self.shape_of(key, tile)).or_else(|| other_temporal(tile));
         let (shape, at, copies) = match (find(key.tile), tile_on) {
             (Some(s), _) => (s, at, 0),
             (None, Some((tile_pixels, copies))) if key.tile != 0 => match find(0) {
