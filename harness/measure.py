@@ -147,7 +147,7 @@ def latent_frames(doc, frames):
     grammar = doc.get("frame_grammar")
     if grammar and frames > 1:
         (p, e), (a, b) = grammar["pixel"], grammar["latent"]
-        if frames < p + e or (frames - e) % p:
+        if clip_frames_at_least(doc, frames) != frames:
             raise ValueError("%s takes clips of %d·n + %d frames, not %d" % (doc["family"], p, e, frames))
         return a * ((frames - e) // p) + b
     return (frames - 1) // temporal_compression(doc) + 1

@@ -34,7 +34,7 @@ A plan may hold several `[[grid]]` tables; a point two grids share is run once.
 
 from dataclasses import dataclass
 
-from . import allocators, configs
+from . import allocators, configs, measure
 
 try:
     import tomllib as _toml
@@ -145,17 +145,15 @@ def _frames(grid, where, docs):
         for f in frames:
             if f > 1 and t == 1:
                 raise PlanError("%s: frames: %s is an image VAE (frames 1 only)" % (where, family))
+            above = measure.clip_frames_at_least(doc, f)
+            if f == above:
+                continue
             grammar = doc.get("frame_grammar")
-            if f > 1 and grammar:
-                p, e = grammar["pixel"]
-                if f < p + e or (f - e) % p:
-                    above = p * max(1, -(-(f - e) // p)) + e
-                    raise PlanError("%s: frames: %s takes %d x n + %d frames; %d is not (%d is)"
-                                    % (where, family, p, e, f, above))
-            elif f > 1 and (f - 1) % t:
-                below, above = (f - 1) // t * t + 1, ((f - 1) // t + 1) * t + 1
-                raise PlanError("%s: frames: %s decodes k x %d + 1 frames; %d is not (%d or %d is)"
-                                % (where, family, t, f, below, above))
+            if grammar:
+                raise PlanError("%s: frames: %s takes %d x n + %d frames; %d is not (%d is)"
+                                % (where, family, grammar["pixel"][0], grammar["pixel"][1], f, above))
+            raise PlanError("%s: frames: %s decodes k x %d + 1 frames; %d is not (%d or %d is)"
+                            % (where, family, t, f, above - t, above))
     return frames
 
 

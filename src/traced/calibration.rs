@@ -102,16 +102,8 @@ pub struct Fitted {
 impl CalibrationKey {
     /// Its name in answers, as the shipped calibration's `id()`.
     pub fn id(&self) -> String {
-        format!(
-            "{}/{}/{}/{}/{}/{}/{}",
-            self.class.as_str(),
-            self.op,
-            self.tile,
-            self.conv_backend,
-            self.allocator,
-            self.os,
-            self.dtype
-        )
+        let k = self;
+        crate::contract::traced::calibration_id(k.class, k.op, k.tile, k.conv_backend, k.allocator, k.os, k.dtype)
     }
 
     fn same_platform(&self, o: &CalibrationKey) -> bool {

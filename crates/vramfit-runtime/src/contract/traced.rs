@@ -132,6 +132,21 @@ impl TracedShape {
     }
 }
 
+/// A calibration's name in answers and in `slope_from`:
+/// `class/op/tile/backend/allocator/os/dtype`. One spelling for the
+/// shipped calibration and the fit that makes it.
+pub fn calibration_id(
+    class: ArchClass,
+    op: Op,
+    tile: u32,
+    conv_backend: ConvBackend,
+    allocator: Allocator,
+    os: Os,
+    dtype: Dtype,
+) -> String {
+    format!("{class}/{op}/{tile}/{conv_backend}/{allocator}/{os}/{dtype}")
+}
+
 /// Demand over traced bytes for one architecture class on one platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -179,10 +194,7 @@ impl Calibration {
 
     /// Its name in answers: `class/op/tile/backend/allocator/os/dtype`.
     pub fn id(&self) -> String {
-        format!(
-            "{}/{}/{}/{}/{}/{}/{}",
-            self.class, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype
-        )
+        calibration_id(self.class, self.op, self.tile, self.conv_backend, self.allocator, self.os, self.dtype)
     }
 
     /// Whether it holds on this platform: its backend and allocator, and
