@@ -12,6 +12,7 @@ mod fit;
 mod fuzz;
 mod hand_edits;
 mod harness;
+mod hostile;
 mod hosts;
 mod ingest;
 mod input_edges;

@@ -55,6 +55,43 @@ where
     run_on(args, env, &Terminal::default(), out, err)
 }
 
+/// Where the last panic happened (`file:line`), kept by the hook
+/// [`quiet_panics`] installs, for [`guarded`]'s one line.
+static PANICKED_AT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Replaces the default panic message (a thread name, a note about
+/// backtraces) with nothing: [`guarded`] says it once, in the runtime's
+/// words. `RUST_BACKTRACE` set keeps the default hook, for a developer.
+pub fn quiet_panics() {
+    if std::env::var_os("RUST_BACKTRACE").is_some() {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+        if let Ok(mut slot) = PANICKED_AT.lock() {
+            *slot = at;
+        }
+    }));
+}
+
+/// Runs a whole command line (`run`) so that no panic leaves the process:
+/// a panic, which is a bug in vramfit and never an answer, is said in one
+/// line on `err` and exits [`EXIT_INPUT`], because the exit codes are a
+/// contract of three (0, 1, 2) and 2 is the one that means "nothing here to
+/// trust". A file being written is left whole or as it was (every write
+/// goes through a temporary file and a rename, `fsio`).
+pub fn guarded(err: &mut dyn Write, run: impl FnOnce() -> u8) -> u8 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(code) => code,
+        Err(payload) => {
+            let at = PANICKED_AT.lock().ok().and_then(|mut s| s.take());
+            let e = crate::error::internal(&crate::error::panic_words(payload.as_ref()), at.as_deref());
+            let _ = writeln!(err, "error: {e}");
+            EXIT_INPUT
+        }
+    }
+}
+
 /// `--color` as typed, read before parsing, so that a parse error is
 /// coloured (or not) as asked.
 fn color_flag(args: &[std::ffi::OsString]) -> ColorChoice {

@@ -251,7 +251,7 @@ pub struct AttentionPlatformEntry {
 pub struct MidBlockEntry {
     pub heads: Int<1, 1024>,
     pub head_dim: Int<1, 65536>,
-    pub latent_factor: Int<1, 1024>,
+    pub latent_factor: Int<1, { crate::registry::MAX_LATENT_FACTOR }>,
 }
 
 /// `[tiling]`: how a tile without a line of its own is priced.

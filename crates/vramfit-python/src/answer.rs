@@ -256,16 +256,18 @@ impl Reservation {
     /// The same question for `batch` items (a host that runs several at
     /// once, as ComfyUI does with its per-item estimate).
     fn with_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<Reservation> {
-        let n = super::args::numbers(
-            &pyo3::types::PyInt::new(py, self.query.width).into_any(),
-            &pyo3::types::PyInt::new(py, self.query.height).into_any(),
-            batch,
-            &pyo3::types::PyInt::new(py, self.query.tile).into_any(),
-            &pyo3::types::PyInt::new(py, self.query.frames).into_any(),
-            None,
-        )?;
-        let query = vramfit_runtime::pricing::Query { batch: n.batch, ..self.query.clone() };
-        Reservation::price(py, query, self.priced.clone())
+        super::boundary(py, || {
+            let n = super::args::numbers(
+                &pyo3::types::PyInt::new(py, self.query.width).into_any(),
+                &pyo3::types::PyInt::new(py, self.query.height).into_any(),
+                batch,
+                &pyo3::types::PyInt::new(py, self.query.tile).into_any(),
+                &pyo3::types::PyInt::new(py, self.query.frames).into_any(),
+                None,
+            )?;
+            let query = vramfit_runtime::pricing::Query { batch: n.batch, ..self.query.clone() };
+            Reservation::price(py, query, self.priced.clone())
+        })
     }
 
     /// The reservation, bytes.

@@ -33,6 +33,40 @@ pub(crate) fn refusal(py: Python<'_>, e: vramfit_runtime::error::Error) -> PyErr
     err
 }
 
+/// One call from Python, with the guarantee the package documents: it
+/// returns, or raises `ValueError` (a `Refusal`) or `TypeError`, nothing
+/// else (docs/python.md, "What a call raises"). A panic (a bug in vramfit)
+/// becomes a `Refusal` with code `internal` instead of PyO3's
+/// `PanicException`, a `BaseException` a host's `except Exception` would
+/// not catch; an `Exception` of any other class raised by the caller's own
+/// objects on the way in (a `__str__`, `__index__`, `__bool__` or mapping
+/// that raises) becomes a `TypeError` naming it, the original chained as its
+/// cause. What is not an `Exception` (`KeyboardInterrupt`, `SystemExit`)
+/// passes untouched: a caller's interrupt is never swallowed.
+pub(crate) fn boundary<T>(py: Python<'_>, call: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    use pyo3::exceptions::PyException;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|payload| {
+        let words = vramfit_runtime::error::panic_words(payload.as_ref());
+        Err(refusal(py, vramfit_runtime::error::internal(&words, None)))
+    });
+    result.map_err(|e| {
+        let kept = e.is_instance_of::<PyValueError>(py)
+            || e.is_instance_of::<PyTypeError>(py)
+            || !e.is_instance_of::<PyException>(py);
+        if kept {
+            return e;
+        }
+        let kind = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "an exception".into());
+        let words = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+        let err = PyTypeError::new_err(format!(
+            "an argument's own code raised {kind}: {words} (vramfit reads an argument with str(), \
+             int() or its mapping's items())"
+        ));
+        err.set_cause(py, Some(e));
+        err
+    })
+}
+
 /// The shipped coefficients, loaded and indexed.
 #[pyclass(frozen, module = "vramfit_vae")]
 pub struct Coefficients {
@@ -69,8 +103,10 @@ impl Coefficients {
     /// The family a family or model name resolves to (refused in the CLI's
     /// words where none does).
     fn family(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<String> {
-        let name = args::text(name)?;
-        self.inner.family(&name).map(str::to_string).map_err(|e| refusal(py, e))
+        boundary(py, || {
+            let name = args::text(name)?;
+            self.inner.family(&name).map(str::to_string).map_err(|e| refusal(py, e))
+        })
     }
 
     #[pyo3(signature = (model, op, width, height, **query))]
@@ -83,8 +119,10 @@ impl Coefficients {
         height: &Bound<'_, PyAny>,
         query: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Reservation> {
-        let kw = answer::Keywords::of(query, &[answer::QUERY_KEYWORDS])?;
-        reserve_with(py, &self.inner, model, op, width, height, &kw)
+        boundary(py, || {
+            let kw = answer::Keywords::of(query, &[answer::QUERY_KEYWORDS])?;
+            reserve_with(py, &self.inner, model, op, width, height, &kw)
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -108,7 +146,7 @@ fn bundled_inner(py: Python<'_>) -> PyResult<Arc<pricing::Coefficients>> {
 /// `fits/vae.json`, kept identical by `vramfit emit` and checked by `verify`).
 #[pyfunction]
 fn bundled(py: Python<'_>) -> PyResult<Coefficients> {
-    Ok(Coefficients { inner: bundled_inner(py)? })
+    boundary(py, || Ok(Coefficients { inner: bundled_inner(py)? }))
 }
 
 /// Loads a coefficients file (any `fits/vae.json` vramfit wrote), through
@@ -117,6 +155,10 @@ fn bundled(py: Python<'_>) -> PyResult<Coefficients> {
 /// not a path raises `TypeError`.
 #[pyfunction]
 fn load(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Coefficients> {
+    boundary(py, || load_path(py, path))
+}
+
+fn load_path(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Coefficients> {
     let fspath = if path.is_instance_of::<PyString>() || path.is_instance_of::<PyBytes>() {
         path.clone()
     } else if path.hasattr("__fspath__")? {
@@ -137,7 +179,7 @@ fn load(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Coefficients> {
 #[pyfunction]
 #[pyo3(name = "coefficients_of", signature = (given=None))]
 fn coefficients_of_py(py: Python<'_>, given: Option<&Bound<'_, PyAny>>) -> PyResult<Coefficients> {
-    Ok(Coefficients { inner: coefficients_of(py, given)? })
+    boundary(py, || Ok(Coefficients { inner: coefficients_of(py, given)? }))
 }
 
 /// What `coefficients=` names: None for the bundled copy, a `Coefficients`,
@@ -147,7 +189,7 @@ fn coefficients_of(py: Python<'_>, given: Option<&Bound<'_, PyAny>>) -> PyResult
         None => bundled_inner(py),
         Some(g) => match g.cast::<Coefficients>() {
             Ok(c) => Ok(c.get().inner.clone()),
-            Err(_) => Ok(load(py, g)?.inner),
+            Err(_) => Ok(load_path(py, g)?.inner),
         },
     }
 }
@@ -235,9 +277,11 @@ fn reserve(
     height: &Bound<'_, PyAny>,
     query: Option<&Bound<'_, pyo3::types::PyDict>>,
 ) -> PyResult<Reservation> {
-    let kw = answer::Keywords::of(query, answer::RESERVE_KEYWORDS)?;
-    let c = coefficients_of(py, kw.get("coefficients"))?;
-    reserve_with(py, &c, model, op, width, height, &kw)
+    boundary(py, || {
+        let kw = answer::Keywords::of(query, answer::RESERVE_KEYWORDS)?;
+        let c = coefficients_of(py, kw.get("coefficients"))?;
+        reserve_with(py, &c, model, op, width, height, &kw)
+    })
 }
 
 fn budget_of(
@@ -263,7 +307,7 @@ fn budget(
     share: Option<&Bound<'_, PyAny>>,
     cap: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Budget> {
-    Ok(Budget::from(budget_of(py, free, share, cap)?))
+    boundary(py, || Ok(Budget::from(budget_of(py, free, share, cap)?)))
 }
 
 /// Does this work fit, and how should it run? `vramfit plan`'s answer for a
@@ -278,13 +322,28 @@ fn plan<'py>(
     height: &Bound<'py, PyAny>,
     query: Option<&Bound<'py, pyo3::types::PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let kw = answer::Keywords::of(query, answer::PLAN_KEYWORDS)?;
-    let b = budget_of(py, kw.get("free"), kw.get("share"), kw.get("cap"))?;
-    let c = coefficients_of(py, kw.get("coefficients"))?;
-    let (q, env) = query_of(model, op, width, height, &kw)?;
-    let tiles = c.file.tiles.clone();
-    let p = py.detach(|| vramfit_runtime::plan::vae(c.as_ref(), &q, &env, &b, &tiles)).map_err(|e| refusal(py, e))?;
-    answer::to_python(py, &p)
+    boundary(py, || {
+        let kw = answer::Keywords::of(query, answer::PLAN_KEYWORDS)?;
+        let b = budget_of(py, kw.get("free"), kw.get("share"), kw.get("cap"))?;
+        let c = coefficients_of(py, kw.get("coefficients"))?;
+        let (q, env) = query_of(model, op, width, height, &kw)?;
+        let tiles = c.file.tiles.clone();
+        let p =
+            py.detach(|| vramfit_runtime::plan::vae(c.as_ref(), &q, &env, &b, &tiles)).map_err(|e| refusal(py, e))?;
+        answer::to_python(py, &p)
+    })
+}
+
+/// Raises what [`boundary`] makes of a panic (`"panic"`) or of a foreign
+/// exception (`"foreign"`) inside a call: it exists so that the package's
+/// tests can prove the boundary holds without a real defect to provoke it.
+#[pyfunction]
+fn _boundary_check(py: Python<'_>, kind: &str) -> PyResult<()> {
+    boundary(py, || match kind {
+        "panic" => panic!("the boundary check's own panic"),
+        "foreign" => Err(pyo3::exceptions::PyRuntimeError::new_err("the boundary check's own RuntimeError")),
+        _ => Ok(()),
+    })
 }
 
 /// The allocator a `PYTORCH_*_ALLOC_CONF` value chooses, read as PyTorch
@@ -322,6 +381,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refusal_codes, m)?)?;
     m.add_function(wrap_pyfunction!(coefficients_of_py, m)?)?;
     m.add_function(wrap_pyfunction!(observe::observation, m)?)?;
+    m.add_function(wrap_pyfunction!(_boundary_check, m)?)?;
     m.add("OBSERVATION_HEADER", vramfit_runtime::observe::header())?;
     Ok(())
 }

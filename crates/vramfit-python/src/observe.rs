@@ -36,6 +36,24 @@ fn bytes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
 #[pyo3(signature = (reservation, reserved, allocated, driver, facts, context, nonce, date, observed_by))]
 #[allow(clippy::too_many_arguments)]
 pub fn observation(
+    py: Python<'_>,
+    reservation: &Reservation,
+    reserved: &Bound<'_, PyAny>,
+    allocated: &Bound<'_, PyAny>,
+    driver: &Bound<'_, PyAny>,
+    facts: &Bound<'_, PyDict>,
+    context: &str,
+    nonce: &str,
+    date: &str,
+    observed_by: &str,
+) -> PyResult<(String, u64, Option<String>)> {
+    crate::boundary(py, || {
+        observation_of(reservation, reserved, allocated, driver, facts, context, nonce, date, observed_by)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn observation_of(
     reservation: &Reservation,
     reserved: &Bound<'_, PyAny>,
     allocated: &Bound<'_, PyAny>,

@@ -26,10 +26,15 @@ pub enum Code {
     /// Exact arithmetic overflowed inside a rule (a coefficients file with
     /// figures no measurement makes).
     Overflow,
+    /// A bug in vramfit, not in the input: a panic caught at the Python
+    /// boundary (the CLI exits 2 with the same words). Never raised on
+    /// purpose; each one is a defect to report.
+    Internal,
 }
 
 impl Code {
-    pub const ALL: &'static [Code] = &[Code::Refused, Code::TooLarge, Code::Budget, Code::File, Code::Overflow];
+    pub const ALL: &'static [Code] =
+        &[Code::Refused, Code::TooLarge, Code::Budget, Code::File, Code::Overflow, Code::Internal];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -38,6 +43,7 @@ impl Code {
             Code::Budget => "budget",
             Code::File => "file",
             Code::Overflow => "overflow",
+            Code::Internal => "internal",
         }
     }
 }
@@ -89,6 +95,25 @@ impl Error {
         self.code = code;
         self
     }
+}
+
+/// The words a caught panic is refused with, on every surface: what
+/// panicked and where, and that the defect is vramfit's.
+pub fn internal(what: &str, at: Option<&str>) -> Error {
+    let at = at.map(|a| format!(" at {a}")).unwrap_or_default();
+    Error::new(
+        Code::Internal,
+        format!("internal error{at}: {what} (a bug in vramfit, not in the input: please report it with the query)"),
+    )
+}
+
+/// A panic's message, as `panic!` left it in its payload.
+pub fn panic_words(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 impl std::fmt::Display for Error {

@@ -38,6 +38,44 @@ pub struct VaeEntry {
     pub class: Option<ArchClass>,
 }
 
+impl VaeEntry {
+    /// The first figure of the entry a pricer divides or steps by that is
+    /// out of its range, as (field under the family, value, what it must
+    /// be): the loader of a shipped file refuses it with the file and the
+    /// field named (the policy's reader has the same bounds as its types,
+    /// `policy::document`), so no query ever divides by a zero read from a file.
+    pub fn problem(&self) -> Option<(&'static str, u64, &'static str)> {
+        let positive = "a divisor: at least 1";
+        if let Some(a) = &self.attention {
+            if a.heads == 0 {
+                return Some(("attention.heads", a.heads, positive));
+            }
+            if a.head_dim == 0 {
+                return Some(("attention.head_dim", a.head_dim, positive));
+            }
+            if !(1..=MAX_LATENT_FACTOR).contains(&a.latent_factor) {
+                return Some(("attention.latent_factor", a.latent_factor, "a divisor: from 1 to 1024"));
+            }
+        }
+        if let Some(v) = &self.video {
+            if v.spatial == 0 {
+                return Some(("video.spatial", v.spatial, positive));
+            }
+            if v.temporal == 0 {
+                return Some(("video.temporal", v.temporal, positive));
+            }
+            if v.walk != Walk::All && v.frames == 0 {
+                return Some(("video.frames", v.frames, "a 'tiles' or 'causal' walk steps by it: at least 1"));
+            }
+        }
+        None
+    }
+}
+
+/// The largest output pixels per latent pixel a mid-block may declare
+/// (the policy's bound, `policy::document::MidBlockEntry`).
+pub const MAX_LATENT_FACTOR: u64 = 1024;
+
 /// An architecture class: what a trace's bytes scale by. The measured
 /// ratios of demand to traced bytes differ by class (docs/traced.md), so
 /// each class is calibrated on its own.

@@ -21,12 +21,40 @@ Standard library only: tensors and VAEs are duck-typed (``.shape``,
 when no ``backend`` is given.
 """
 
+import functools
 import importlib
 import sys
 
 from .. import reserve as _reserve
 
 __all__ = ["platform_of", "dtype_of", "query_of", "shape_of", "operation_of"]
+
+
+def boundary(function):
+    """What every drop-in promises (docs/python.md, "What a call raises"): it returns, or raises ``ValueError``
+    or ``TypeError``. A host's object whose own code raises something else while it is read (a tensor's
+    ``shape``, a VAE's ``parameters()``, an ``__index__`` or ``__repr__``) becomes a ``TypeError`` naming the
+    call, the original chained as its cause; what is not an ``Exception`` (``KeyboardInterrupt``) passes."""
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, TypeError):
+            raise
+        except Exception as e:
+            raise TypeError("%s: an argument's own code raised %s: %s" % (function.__name__, type(e).__name__,
+                                                                           _said(e))) from e
+
+    return call
+
+
+def _said(e):
+    """An exception's words, even when its own ``__str__`` raises."""
+    try:
+        return str(e)[:200]
+    except Exception:  # noqa: BLE001 - the words are only for the message
+        return "(its message cannot be printed)"
 
 
 def _torch():
@@ -40,6 +68,7 @@ def _torch():
         return None
 
 
+@boundary
 def platform_of(device=None):
     """The conv backend a host's VAE runs on, as the host sees it: the device's type where one is given
     (``mps``, ``xpu``, ``cpu``); for CUDA devices (and none given) ``miopen`` when torch is a ROCm build
@@ -54,6 +83,7 @@ def platform_of(device=None):
     return "miopen" if hip else "cudnn"
 
 
+@boundary
 def operation_of(operation):
     """The host's operation word, exactly ``"decode"`` or ``"encode"``: the hosts compare with ``==``, so any other
     spelling (``"Decode"``, ``" decode"``) would silently take their encode branch; here it is refused."""
@@ -77,6 +107,7 @@ def _whole(value, what):
     return n
 
 
+@boundary
 def shape_of(tensor):
     """A tensor's shape as a tuple of positive ints (a tensor, a ``torch.Size``, a list or a tuple)."""
     shape = getattr(tensor, "shape", tensor)
@@ -85,6 +116,7 @@ def shape_of(tensor):
     return tuple(_whole(d, "shape %s, dimension %d" % (tuple(shape), i)) for i, d in enumerate(shape))
 
 
+@boundary
 def dtype_of(vae):
     """The dtype a VAE's weights are in: its first parameter's ``dtype`` (a ``torch.dtype`` or its name);
     without one, its element size (4 bytes: ``fp32``; 2: ``fp16``, which cannot tell ``bf16`` apart)."""
@@ -113,6 +145,7 @@ def dtype_of(vae):
     raise ValueError("the VAE's parameters have %r-byte elements: give dtype= (fp16, bf16 or fp32)" % (size,))
 
 
+@boundary
 def config_int(vae, name, default=None, allowed=None):
     """An integer from ``vae.config.<name>`` (or ``vae.<name>`` where the host reads the attribute): ``default``
     where it is absent (None: required), refused with words where it is present and not a positive integer, or not
@@ -133,6 +166,7 @@ def config_int(vae, name, default=None, allowed=None):
     return n
 
 
+@boundary
 def query_of(model, op, width, height, *, backend=None, device=None, allocator="auto", os="auto", env=None,
              coefficients=None, observe=None, **query):
     """:func:`vramfit_vae.reserve` for a host's call: the platform from the environment unless given. With

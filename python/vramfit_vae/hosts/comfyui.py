@@ -30,7 +30,7 @@ once, as every default answer does; ``warm=True`` leaves it out once the
 process has decoded.
 """
 
-from . import query_of, shape_of
+from . import boundary, query_of, shape_of
 
 __all__ = ["memory_used_decode", "memory_used_encode", "VAE_TYPES"]
 
@@ -107,6 +107,7 @@ def _clip_hint(facts):
     return ": price the clip with family %s (the same architecture)" % clip if isinstance(clip, str) else ""
 
 
+@boundary
 def memory_used_decode(family, shape, dtype, **platform):
     """Bytes one batch item of this decode reserves."""
     resolved, facts = _type_of(family, platform.get("coefficients"))
@@ -126,6 +127,7 @@ def memory_used_decode(family, shape, dtype, **platform):
     return query_of(family, "decode", width, height, frames=frames, dtype=dtype, host="comfyui", **platform).bytes
 
 
+@boundary
 def memory_used_encode(family, shape, dtype, **platform):
     """Bytes one batch item of this encode reserves."""
     resolved, facts = _type_of(family, platform.get("coefficients"))

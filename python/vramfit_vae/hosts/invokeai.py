@@ -28,7 +28,7 @@ VAE without ``parameters()``, a malformed ``config.z_dim``) raises
 ``ValueError`` or ``TypeError`` with words.
 """
 
-from . import config_int, dtype_of, operation_of, query_of, shape_of
+from . import boundary, config_int, dtype_of, operation_of, query_of, shape_of
 
 __all__ = [
     "LATENT_SCALE_FACTOR",
@@ -121,12 +121,14 @@ def _priced(function, family, operation, image_tensor, vae, *, tile=0, host="dif
                     loaded_dtype=loaded, **kw).bytes
 
 
+@boundary
 def estimate_vae_working_memory_sd15_sdxl(operation, image_tensor, vae, tile_size, fp32, **platform):
     """SD 1.x / SDXL (family ``sd``); ``fp32`` runs the VAE in fp32 whatever its weights."""
     return _priced("estimate_vae_working_memory_sd15_sdxl", "sd", operation, image_tensor, vae,
                    tile=_tile(tile_size, vae), fp32=fp32, **platform)
 
 
+@boundary
 def estimate_vae_working_memory_flux(operation, image_tensor, vae, **platform):
     """FLUX.1 (family ``flux1``), untiled as InvokeAI calls it; also Z-Image's decodes and encodes, which InvokeAI
     runs through FLUX.1's VAE."""
@@ -134,6 +136,7 @@ def estimate_vae_working_memory_flux(operation, image_tensor, vae, **platform):
                    **platform)
 
 
+@boundary
 def estimate_vae_working_memory_flux2(operation, image_tensor, vae, tile_size=None, device=None, **platform):
     """FLUX.2 (family ``flux2``); ``device`` picks the backend as InvokeAI's does (a ROCm build's ``cuda`` is
     MIOpen)."""
@@ -141,22 +144,26 @@ def estimate_vae_working_memory_flux2(operation, image_tensor, vae, tile_size=No
                    tile=_tile(tile_size, vae), device=device, **platform)
 
 
+@boundary
 def estimate_vae_working_memory_qwen_image(operation, image_tensor, vae, tile_size=None, **platform):
     """Qwen-Image (family ``qwen_image``): ``tile_size`` is already resolved (None or 0: untiled)."""
     return _priced("estimate_vae_working_memory_qwen_image", "qwen_image", operation, image_tensor, vae,
                    tile=_tile(tile_size, vae, zero_is_default=False), **platform)
 
 
+@boundary
 def estimate_vae_working_memory_sd3(operation, image_tensor, vae, **platform):
     """SD3 / SD3.5 (family ``sd3``)."""
     return _priced("estimate_vae_working_memory_sd3", "sd3", operation, image_tensor, vae, **platform)
 
 
+@boundary
 def estimate_vae_working_memory_cogview4(operation, image_tensor, vae, **platform):
     """CogView4 (family ``cogview4``)."""
     return _priced("estimate_vae_working_memory_cogview4", "cogview4", operation, image_tensor, vae, **platform)
 
 
+@boundary
 def estimate_vae_working_memory_anima(operation, image_tensor, vae, tile_size, **platform):
     """Anima's single images through the Wan 2.1 VAE (family ``wan21``, one frame)."""
     return _priced("estimate_vae_working_memory_anima", "wan21", operation, image_tensor, vae,
@@ -176,6 +183,7 @@ def _pixels(value, what):
     return value
 
 
+@boundary
 def estimate_vae_working_memory_wan(operation, vae, pixel_height, pixel_width, pixel_frames, tile_size=None,
                                     streaming=False, **platform):
     """A Wan VAE's clip (``wan21`` or ``wan22`` by ``vae.config.z_dim``) in pixel dimensions. ``streaming`` is
@@ -192,6 +200,7 @@ def estimate_vae_working_memory_wan(operation, vae, pixel_height, pixel_width, p
                     **platform).bytes
 
 
+@boundary
 def estimate_vae_working_memory_ltx2(operation, vae, pixel_height, pixel_width, pixel_frames, tile_size=None,
                                      temporal_tile=None, tiled=False, **platform):
     """LTX-2 (family ``ltx2``). A decode is always tiled in space and time, as InvokeAI runs it: ``tile_size``
@@ -212,6 +221,7 @@ def estimate_vae_working_memory_ltx2(operation, vae, pixel_height, pixel_width, 
                     dtype=loaded, loaded_dtype=loaded, **platform).bytes
 
 
+@boundary
 def estimate_vae_working_memory_minimax_h3(operation, vae, pixel_height, pixel_width, pixel_frames, **platform):
     """MiniMax-H3 (family ``minimax_h3``), in pixel dimensions as InvokeAI 7.0 asks it
     (``minimax_h3_latents_to_video.py:75-84`` @6a8e8f33: ``(T − 2) // 5 × 17 + 5`` frames from ``T`` latent

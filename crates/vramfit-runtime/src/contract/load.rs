@@ -153,6 +153,12 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
     }
     let mut names = std::collections::BTreeMap::new();
     for (family, entry) in &f.registry {
+        if let Some((field, value, what)) = entry.problem() {
+            crate::error::refuse!(InputError::in_file(
+                file,
+                format!("registry.{family}.{field}: {value} is not {what}")
+            ));
+        }
         for name in std::iter::once(family).chain(&entry.models) {
             if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
                 crate::error::refuse!(InputError::in_file(

@@ -74,8 +74,9 @@ impl Coefficients {
             crate::error::refuse!(words::TILE_STEP.fill(&[
                 ("tile", &q.tile),
                 ("step", &TILE_STEP),
-                ("below", &(q.tile / TILE_STEP * TILE_STEP)),
-                ("above", &((q.tile / TILE_STEP + 1) * TILE_STEP)),
+                // In u64: the multiple above a tile past 2³² − 8 does not fit a u32.
+                ("below", &(u64::from(q.tile / TILE_STEP) * u64::from(TILE_STEP))),
+                ("above", &((u64::from(q.tile / TILE_STEP) + 1) * u64::from(TILE_STEP))),
             ]));
         }
         Ok(q.tile)

@@ -1,0 +1,402 @@
+//! Hostile input (issue 61, docs/cli.md "Hostile input"): every numeric
+//! argument of `reserve` and `plan` at the edges of u32 and u64, for every
+//! family and op, and every numeric field of a coefficients file at 0, 1
+//! and the largest values: no panic, exit 0, 1 or 2.
+//!
+//! These are properties, not figures: they read the shipped
+//! `fits/vae.json` (every family, video ones included) rather than the
+//! tests' frozen root, so new measurements can only make them fail by
+//! exposing a real defect.
+
+use crate::common::*;
+
+/// The edges of the integer types a query's numbers pass through: 0, 1,
+/// around 2³¹ and 2³², 2⁶³, 2⁶⁴ − 1 and 2⁶⁴ (one past what a u64 holds).
+pub const EDGES: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "2147483647",
+    "2147483648",
+    "2147483649",
+    "4294967289",
+    "4294967290",
+    "4294967291",
+    "4294967292",
+    "4294967293",
+    "4294967294",
+    "4294967295",
+    "4294967296",
+    "4294967297",
+    "9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+];
+
+fn families() -> Vec<(String, bool)> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    v["registry"].as_object().unwrap().iter().map(|(k, e)| (k.clone(), e.get("video").is_some())).collect()
+}
+
+/// What broke, one example per distinct failure (a panic's message or an
+/// exit code), so one run names every kind at once.
+#[derive(Default)]
+struct Broken(std::collections::BTreeMap<String, Vec<String>>);
+
+impl Broken {
+    /// One command line run in process: it must not panic and must exit 0, 1 or 2.
+    fn run(&mut self, args: &[String]) {
+        let what = match run_in_process(args) {
+            Ok(r) if r.code <= 2 => return,
+            Ok(r) => format!("exit {}", r.code),
+            Err(p) => format!("panic: {p}"),
+        };
+        self.0.entry(what).or_insert_with(|| args.to_vec());
+    }
+
+    fn assert_none(self) {
+        let all: Vec<String> = self.0.iter().map(|(what, args)| format!("{what}\n    e.g. {args:?}")).collect();
+        assert!(all.is_empty(), "{} kind(s) of failure:\n{}", all.len(), all.join("\n"));
+    }
+}
+
+#[test]
+fn every_numeric_argument_at_every_edge_exits_0_1_or_2() {
+    let mut broken = Broken::default();
+    for (family, video) in families() {
+        for op in ["decode", "encode"] {
+            let frames = if video { "17" } else { "1" };
+            for command in ["reserve", "plan"] {
+                let base = |size: &str| -> Vec<String> {
+                    let mut a: Vec<String> = [command, family.as_str(), op, size, "--dtype", "bf16", "--os", "linux"]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                    if video {
+                        a.extend(["--frames".into(), frames.into()]);
+                    }
+                    if command == "plan" {
+                        a.extend(["--free".into(), "24GiB".into()]);
+                    }
+                    a
+                };
+                for e in EDGES {
+                    broken.run(&base(&format!("{e}x512")));
+                    broken.run(&base(&format!("512x{e}")));
+                    broken.run(&base(&format!("{e}x{e}")));
+                    let mut flags = vec!["--batch", "--tile", "--frames", "--temporal-tile"];
+                    if command == "plan" {
+                        flags.extend(["--free", "--cap"]);
+                    }
+                    for flag in flags {
+                        for size in ["512x512", &format!("{e}x{e}"), "8x4294967296", "18446744073709551615x8"] {
+                            let mut a = base(size);
+                            a.extend([flag.to_string(), e.to_string()]);
+                            broken.run(&a);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    broken.assert_none();
+}
+
+/// Every numeric argument drawn at once, from the edges and from ordinary
+/// values, for a fixed seed: the combinations one edge at a time misses (a
+/// tile past 2³² − 8 on an image wider than it).
+#[test]
+fn numeric_arguments_drawn_together_exit_0_1_or_2() {
+    let mut broken = Broken::default();
+    let families = families();
+    let ordinary = ["8", "64", "512", "1024", "17", "121", "4096"];
+    let mut rng = Rng::new(61);
+    for case in 0..6000 {
+        let (family, _) = rng.pick(&families).clone();
+        let draw = |rng: &mut Rng| -> String {
+            if rng.below(2) == 0 {
+                rng.pick(EDGES).to_string()
+            } else {
+                rng.pick(&ordinary).to_string()
+            }
+        };
+        let command = if case % 2 == 0 { "reserve" } else { "plan" };
+        let size = format!("{}x{}", draw(&mut rng), draw(&mut rng));
+        let mut a: Vec<String> = vec![command.into(), family, rng.pick(&["decode", "encode"]).to_string(), size];
+        a.extend(["--dtype".into(), rng.pick(&["fp16", "bf16", "fp32"]).to_string(), "--os".into(), "linux".into()]);
+        let mut flags = vec!["--batch", "--tile", "--frames", "--temporal-tile"];
+        if command == "plan" {
+            flags.extend(["--free", "--cap"]);
+        }
+        for flag in flags {
+            if rng.below(3) != 0 {
+                a.extend([flag.to_string(), draw(&mut rng)]);
+            }
+        }
+        if command == "plan" && !a.iter().any(|x| x == "--free") {
+            a.extend(["--free".into(), "24GiB".into()]);
+        }
+        broken.run(&a);
+    }
+    broken.assert_none();
+}
+
+/// `plan canvas` and the budget's numbers at every edge.
+#[test]
+fn canvas_and_budget_numbers_at_every_edge_exit_0_1_or_2() {
+    let mut broken = Broken::default();
+    for e in EDGES {
+        for size in [format!("{e}x512"), format!("{e}x{e}"), "512x512".into()] {
+            broken.run(&strings(&["plan", "canvas", &size, "--free", "24GiB"]));
+            for flag in ["--frames", "--upscale", "--channels", "--transient", "--free", "--cap", "--batch"] {
+                broken.run(&strings(&["plan", "canvas", &size, "--free", "24GiB", flag, e]));
+            }
+        }
+        for flag in ["--free", "--cap"] {
+            broken.run(&strings(&["plan", "sdxl", "decode", "1024x1024", "--dtype", "fp16", flag, e, "--free", e]));
+        }
+        broken.run(&strings(&["plan", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--free", e, "--share", e]));
+    }
+    broken.assert_none();
+}
+
+fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every numeric leaf of a JSON document, as a path of keys and indices,
+/// with whether it is a decimal held as text (`"4510.80"`).
+fn numeric_leaves(
+    v: &serde_json::Value,
+    at: &mut Vec<serde_json::Value>,
+    out: &mut Vec<(Vec<serde_json::Value>, bool)>,
+) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => o.iter().for_each(|(k, c)| {
+            at.push(Value::from(k.as_str()));
+            numeric_leaves(c, at, out);
+            at.pop();
+        }),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, c)| {
+            at.push(Value::from(i));
+            numeric_leaves(c, at, out);
+            at.pop();
+        }),
+        Value::Number(_) => out.push((at.clone(), false)),
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'/') => {
+            out.push((at.clone(), true))
+        }
+        _ => {}
+    }
+}
+
+/// A leaf's pattern: its path with every index as `[]` (one pattern, many lines).
+fn pattern(path: &[serde_json::Value]) -> String {
+    path.iter().map(|k| k.as_str().map_or("[]".to_string(), str::to_string)).collect::<Vec<_>>().join("/")
+}
+
+/// The coefficients fuzz target (issue 61): every numeric field of the
+/// shipped file, one at a time, set to 0, 1 and the largest values a u32 and a u64
+/// hold; the file loaded by the strict loader and, where it loads,
+/// priced on drawn queries of every family, planned, and asked once through
+/// the command line. A fixed seed and a fixed budget: up to twelve leaves of
+/// each pattern (every line's `base_mib` is one pattern), each at 0, 1, 2³² − 1
+/// and 2⁶⁴ − 1 (a decimal held as text likewise). Nothing may panic; a refusal names the file.
+#[test]
+fn coefficient_files_with_every_numeric_field_at_0_1_and_max_never_panic() {
+    use vramfit::pricing::{Choice, Pricer, Query};
+    use vramfit::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
+    let text = std::fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut leaves = Vec::new();
+    numeric_leaves(&base, &mut vec![], &mut leaves);
+    let mut by_pattern: std::collections::BTreeMap<String, Vec<_>> = Default::default();
+    for l in leaves {
+        by_pattern.entry(pattern(&l.0)).or_default().push(l);
+    }
+    let families: Vec<String> = base["registry"].as_object().unwrap().keys().cloned().collect();
+    let mut rng = Rng::new(6101);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vae.json");
+    let (mut loaded, mut refused, mut priced) = (0usize, 0usize, 0usize);
+    let mut broken: Vec<String> = Vec::new();
+    for (pat, all) in &by_pattern {
+        for _ in 0..all.len().min(12) {
+            let (path, decimal) = rng.pick(all).clone();
+            for value in 0..4 {
+                let mut v = base.clone();
+                let slot = path.iter().fold(&mut v, |v, k| match k {
+                    serde_json::Value::String(s) => &mut v[s.as_str()],
+                    k => &mut v[k.as_u64().unwrap() as usize],
+                });
+                *slot = match (decimal, value) {
+                    (false, 0) => 0.into(),
+                    (false, 1) => 1.into(),
+                    (false, 2) => u32::MAX.into(),
+                    (false, _) => u64::MAX.into(),
+                    (true, 0) => "0".into(),
+                    (true, 1) => "1".into(),
+                    (true, 2) => "4294967295".into(),
+                    (true, _) => "18446744073709551615".into(),
+                };
+                let case = format!("{pat} = {slot}");
+                let mut bytes = serde_json::to_vec_pretty(&v).unwrap();
+                bytes.push(b'\n');
+                std::fs::write(&file, &bytes).unwrap();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let path = file.to_string_lossy().into_owned();
+                    let cli = run_in_process(&[
+                        "reserve",
+                        "sdxl",
+                        "decode",
+                        "1024x1024",
+                        "--dtype",
+                        "fp16",
+                        "--coefficients",
+                        &path,
+                    ]);
+                    assert!(cli.as_ref().is_ok_and(|r| r.code <= 2), "the command line on {case}");
+                    let c = match vramfit::pricing::source::CoefficientSource::File(file.clone()).load() {
+                        Ok(c) => c,
+                        Err(e) => {
+                            assert!(e.words().contains("vae.json"), "a refusal names the file: {}", e.words());
+                            return (false, 0usize);
+                        }
+                    };
+                    let env = vramfit::pricing::platform::EnvSnapshot::default().on(Os::Linux);
+                    let mut rng = Rng::new(priced as u64 + 1);
+                    let mut n = 0;
+                    for _ in 0..64 {
+                        let family = rng.pick(&families).as_str();
+                        let video = c.file.registry.get(family).is_some_and(|e| e.video.is_some());
+                        let q = Query {
+                            vae: family.into(),
+                            op: *rng.pick(&[Op::Decode, Op::Encode]),
+                            tile: *rng.pick(&[0, 256, 512, 4294967288]),
+                            width: *rng.pick(&[8, 64, 1024, 4096, u64::from(u32::MAX)]),
+                            height: *rng.pick(&[8, 64, 1024, 2048]),
+                            batch: *rng.pick(&[1, 2, 8]),
+                            frames: if video { *rng.pick(&[1, 17, 121]) } else { 1 },
+                            temporal_tile: *rng.pick(&[None, Some(0), Some(16)]),
+                            dtype: Some(*rng.pick(&[Dtype::Fp16, Dtype::Bf16, Dtype::Fp32])),
+                            loaded_dtype: *rng.pick(&[None, Some(Dtype::Fp16)]),
+                            fp32: None,
+                            conv_backend: *rng.pick(&[ConvBackend::Cudnn, ConvBackend::Miopen, ConvBackend::Mps]),
+                            allocator: *rng.pick(&[Choice::Auto, Choice::Given(Allocator::ExpandableSegments)]),
+                            os: Choice::Given(Os::Linux),
+                            host: None,
+                            warm: rng.below(2) == 0,
+                        };
+                        if c.price(&q, &env).is_ok() {
+                            n += 1;
+                        }
+                        let b = vramfit::plan::budget(Some(24 << 30), vramfit::exact::Ratio::int(1), None).unwrap();
+                        let _ = vramfit::plan::vae(&c, &q, &env, &b, &c.file.tiles.clone());
+                    }
+                    (true, n)
+                }));
+                match outcome {
+                    Ok((true, n)) => {
+                        loaded += 1;
+                        priced += n;
+                    }
+                    Ok((false, _)) => refused += 1,
+                    Err(p) => broken.push(format!(
+                        "{case}: {}",
+                        p.downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default()
+                    )),
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{} mutated file(s) panicked:\n{}", broken.len(), broken.join("\n"));
+    eprintln!("coefficients fuzz: {loaded} files loaded, {refused} refused, {priced} queries priced");
+    // The target exercised the pricer, not only the loader's refusals.
+    assert!(loaded > 100 && priced > 1000, "loaded {loaded}, refused {refused}, priced {priced}");
+}
+
+/// The CLI's last guard: a panic inside a command line is one line on
+/// stderr and exit 2, never Rust's 101.
+#[test]
+fn a_panic_inside_a_command_exits_2_with_one_line() {
+    let mut err = Vec::new();
+    let code = vramfit::cli::guarded(&mut err, || panic!("made on purpose"));
+    assert_eq!(code, 2);
+    let said = String::from_utf8(err).unwrap();
+    assert!(said.starts_with("error: internal error"), "{said}");
+    assert!(said.contains("made on purpose") && said.contains("a bug in vramfit"), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    let mut err = Vec::new();
+    assert_eq!(vramfit::cli::guarded(&mut err, || 1), 1, "a command's own code passes through");
+    assert!(err.is_empty());
+}
+
+/// A coefficients file whose divisor is 0 is refused at load with the
+/// file, the field and the value, by the command line and the loader alike.
+#[test]
+fn a_zero_divisor_in_a_coefficients_file_is_refused_at_load() {
+    let text = std::fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vae.json");
+    for (family, field, value) in [
+        ("sd", &["attention", "latent_factor"][..], 0u64),
+        ("sd", &["attention", "heads"][..], 0),
+        ("wan21", &["video", "temporal"][..], 0),
+        ("wan21", &["video", "spatial"][..], 0),
+        ("wan21", &["video", "frames"][..], 0),
+        ("sd", &["attention", "latent_factor"][..], 4096),
+    ] {
+        let mut m = v.clone();
+        let slot = field.iter().fold(&mut m["registry"][family], |v, k| &mut v[*k]);
+        *slot = value.into();
+        std::fs::write(&file, format!("{}\n", serde_json::to_string_pretty(&m).unwrap())).unwrap();
+        let r = run_in_process(&[
+            "reserve",
+            family,
+            "decode",
+            "1024x1024",
+            "--dtype",
+            "fp16",
+            "--coefficients",
+            file.to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(r.code, 2, "{family}.{field:?} = {value}: {}", r.err);
+        let named = format!("registry.{family}.{}: {value} is not", field.join("."));
+        assert!(r.err.contains("vae.json") && r.err.contains(&named), "{named} in: {}", r.err);
+    }
+    // The shipped values load.
+    std::fs::write(&file, &text).unwrap();
+    let r = run_in_process(&[
+        "reserve",
+        "sd",
+        "decode",
+        "1024x1024",
+        "--dtype",
+        "fp16",
+        "--coefficients",
+        file.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert_eq!(r.code, 0, "{}", r.err);
+}
+
+/// The Python side (tests/python/hostile.py): every numeric argument of
+/// `reserve`, `plan`, `budget`, `with_batch` and each host drop-in at the
+/// edges, and arguments whose own `__str__`, `__index__`, `__bool__`,
+/// `items()`, `shape` or `parameters()` raise; only `ValueError` and
+/// `TypeError` come out, and the boundary turns a panic into a `Refusal`.
+#[test]
+fn python_raises_only_value_and_type_errors() {
+    let out = crate::common::python().arg(repo().join("tests/python/hostile.py")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let broken: Vec<&str> = v["broken"].as_array().unwrap().iter().filter_map(|b| b.as_str()).collect();
+    assert!(broken.is_empty(), "{} call(s) raised something else:\n{}", broken.len(), broken.join("\n"));
+    assert!(v["calls"].as_u64().unwrap() > 1000, "{}", v["calls"]);
+}
