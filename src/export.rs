@@ -89,7 +89,7 @@ pub struct Export {
     pub host: Host,
     /// `sha256:` of the coefficients file exported.
     pub coefficients_digest: String,
-    /// Which file, and the vramfit that wrote it.
+    /// The exported file relative to the root (`fits/vae.json`): never a path of the machine that exported it.
     pub coefficients: String,
     pub vramfit: &'static str,
     pub formula: &'static str,
@@ -101,7 +101,7 @@ pub struct Export {
 /// The format name an export declares.
 pub const FORMAT: &str = "vramfit-host-constants";
 
-pub fn export(file: &CoefficientsFile, bytes: &[u8], shown: &str, host: Host) -> Result<Export> {
+pub fn export(file: &CoefficientsFile, bytes: &[u8], host: Host) -> Result<Export> {
     let mut entries = Vec::new();
     let mut not_exported = Vec::new();
     for line in &file.lines {
@@ -119,7 +119,9 @@ pub fn export(file: &CoefficientsFile, bytes: &[u8], shown: &str, host: Host) ->
         format: FORMAT,
         host,
         coefficients_digest: crate::fsio::sha256_tag(bytes),
-        coefficients: shown.to_string(),
+        // Relative to the root, whatever spelling of it was typed: an
+        // export is meant to ship, and holds no path of the machine that made it.
+        coefficients: crate::findings::SHIPPED_FILE.to_string(),
         vramfit: env!("CARGO_PKG_VERSION"),
         formula: host.formula(),
         entries,

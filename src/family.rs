@@ -365,7 +365,7 @@ pub fn add(
     // at the traces' name, the policy or any folder on the way.
     crate::fsio::check_in_root(root, &dest_rel)?;
     crate::fsio::check_in_root(root, &policy_rel)?;
-    let old_dest = std::fs::read(&dest).ok();
+    let old_dest = crate::fsio::read_if_regular(&dest, crate::fsio::TEXT_LIMIT);
     let same_file = std::fs::canonicalize(&dest).ok().is_some_and(|d| std::fs::canonicalize(traces).ok() == Some(d));
     if let (Some(old), false) = (&old_dest, same_file) {
         if old != text.as_bytes() {

@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use vramfit_runtime::io::{read_text, shown, writes_exactly, Bounded, TEXT_LIMIT};
+pub use vramfit_runtime::io::{
+    open_regular, read_bytes, read_if_regular, read_text, shown, writes_exactly, Bounded, TEXT_LIMIT,
+};
 
 /// The prefix of every temporary file vramfit writes beside its target.
 fn tmp_prefix(path: &Path) -> String {
@@ -352,6 +354,9 @@ fn lock_target(dir: &Path) -> Result<fs::File> {
 }
 
 /// `sha256:<hex>` of some bytes: the digest form used in shipped files.
+///
+/// The runtime names files the same way with a SHA-256 of its own
+/// (`vramfit_runtime::digest`, no hashing crate linked); tests hold the two equal.
 pub fn sha256_tag(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }

@@ -45,37 +45,58 @@ pub const MAX_JSON_BYTES: u64 = 256 << 20;
 /// How standard input (`-`) is named in messages and the summary.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// Reads the files named in `opts` into rows: every file's rows in the
-/// order given, and each file's name and row count.
+/// An input of `ingest` or `report --observed`, opened: standard input
+/// (`-`), or a regular file opened without blocking (`fsio::open_regular`:
+/// a FIFO, a device or a folder is refused here, before any lock).
+pub enum Input {
+    Stdin,
+    File(std::fs::File),
+}
+
+/// Opens every input `opts` names, in order: each refused unless it is
+/// standard input or a regular file.
+pub fn open_inputs(opts: &IngestOptions) -> Result<Vec<(String, Input)>> {
+    opts.files
+        .iter()
+        .map(|f| {
+            if f.as_os_str() == "-" {
+                Ok((STDIN_NAME.to_string(), Input::Stdin))
+            } else {
+                Ok((f.display().to_string(), Input::File(crate::fsio::open_regular(f)?)))
+            }
+        })
+        .collect()
+}
+
+/// Reads opened inputs into rows: every input's rows in the order given,
+/// and each one's name and row count.
 pub fn read_rows(
-    opts: &IngestOptions,
+    inputs: Vec<(String, Input)>,
+    from: &InputFormat,
     registry: &crate::registry::Registry,
     progress: &dyn Progress,
 ) -> Result<(Rows, Vec<(String, usize)>)> {
     let mut all = Rows::default();
     let mut sizes = Vec::new();
-    for f in &opts.files {
-        // `-` is standard input (a pipe: its length is not known up front).
-        let stdin = f.as_os_str() == "-";
-        let name = if stdin { STDIN_NAME.to_string() } else { f.display().to_string() };
-        let mut rows = match &opts.from {
-            InputFormat::Csv if stdin => read_csv(&mut std::io::stdin(), 0, &name, registry, progress)?,
-            InputFormat::Csv => {
-                let mut file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
+    for (name, input) in inputs {
+        let mut rows = match (from, input) {
+            // Standard input is a pipe: its length is not known up front.
+            (InputFormat::Csv, Input::Stdin) => read_csv(&mut std::io::stdin(), 0, &name, registry, progress)?,
+            (InputFormat::Csv, Input::File(mut file)) => {
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
                 let mut r = std::io::BufReader::with_capacity(1 << 16, &mut file);
                 read_csv(&mut r, len, &name, registry, progress)?
             }
-            InputFormat::InvokeaiBenchmark(ctx) => {
+            (InputFormat::InvokeaiBenchmark(ctx), input) => {
                 // Read at most one byte past the limit, so a huge file (or
                 // /dev/zero) is refused with memory bounded.
                 let limit = MAX_JSON_BYTES + 1;
                 let mut b = Vec::new();
-                let read = if stdin {
-                    std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), limit), &mut b)
-                } else {
-                    let file = std::fs::File::open(f).with_context(|| format!("{name}: cannot read file"))?;
-                    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut b)
+                let read = match input {
+                    Input::Stdin => {
+                        std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), limit), &mut b)
+                    }
+                    Input::File(file) => std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut b),
                 };
                 read.with_context(|| format!("{name}: cannot read file"))?;
                 if b.len() as u64 > MAX_JSON_BYTES {
@@ -84,8 +105,7 @@ pub fn read_rows(
                         MAX_JSON_BYTES >> 20
                     );
                 }
-                let bytes = b;
-                let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
+                let text = String::from_utf8(b).map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text"))?;
                 invokeai::parse(&text, &name, ctx, registry)?
             }
         };
@@ -105,13 +125,26 @@ pub fn read_rows(
 pub fn ingest(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
     let ws = Workspace::new(root);
     let policy = ws.policy()?;
+    // Every input is opened (and a FIFO, a device or a folder refused)
+    // before the lock; standard input, which may wait on a person or a
+    // pipe, is read whole before it too: the lock is never held while
+    // waiting on input.
+    let inputs = open_inputs(opts)?;
+    let (early, later) = if inputs.iter().any(|(_, i)| matches!(i, Input::Stdin)) {
+        (Some(read_rows(inputs, &opts.from, &policy.registry, progress)), Vec::new())
+    } else {
+        (None, inputs)
+    };
     // The lock covers the whole read–modify–write of the store, so a
     // concurrent ingest never reads the store this one is about to replace.
     let lock = if opts.check { None } else { Some(ws.lock(opts.wait)?) };
     // The files and the store are read side by side; a bad file is
     // reported before a bad store.
-    let (stored, per_file) =
-        crate::par::join(true, || ws.points(&policy), || read_rows(opts, &policy.registry, progress));
+    let (stored, per_file) = crate::par::join(
+        true,
+        || ws.points(&policy),
+        || early.unwrap_or_else(|| read_rows(later, &opts.from, &policy.registry, progress)),
+    );
     let (all, sizes) = per_file?;
     if !opts.allow_simulated {
         refuse_simulated(&all)?;

@@ -16,7 +16,9 @@
 // The runtime crate's modules, at the paths the rest of the house names
 // them by (`crate::pricing`, `crate::contract`, …): the floors below
 // `points` are a crate of their own, and this crate only uses them.
-pub use vramfit_runtime::{contract, error, exact, observe, plan, pricing, registry, text, units, vocab, words};
+pub use vramfit_runtime::{
+    contract, digest, error, exact, observe, plan, pricing, registry, text, units, vocab, words,
+};
 
 pub mod cli;
 pub mod coefficients;

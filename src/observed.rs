@@ -8,7 +8,7 @@
 //! the policy would refuse, and why. Nothing is written.
 
 use crate::exact::Ratio;
-use crate::ingest::{read_rows, IngestOptions, InputFormat};
+use crate::ingest::{open_inputs, read_rows, IngestOptions, InputFormat};
 use crate::lines::Line;
 use crate::points::merge::{merge, RowFate};
 use crate::pricing::platform::EnvSnapshot;
@@ -144,7 +144,7 @@ pub fn of_root(root: &Path, opts: &ObservedOptions, progress: &dyn Progress) -> 
         wait: std::time::Duration::ZERO,
     };
     // The same reader `ingest` runs: a row it refuses is refused here, with its words.
-    let (rows, files) = read_rows(&ingest, &policy.registry, progress)?;
+    let (rows, files) = read_rows(open_inputs(&ingest)?, &ingest.from, &policy.registry, progress)?;
     let crate::points::row::Rows { points: observed, origins } = rows;
 
     // Coverage: each row priced in its own context by the shipped file.

@@ -112,7 +112,7 @@ pub fn locate(findings: &mut [crate::findings::Finding], root: &std::path::Path)
     // Each file read only when a finding points into it.
     let read = |rel: &str| {
         if findings.iter().any(|f| f.file == rel) {
-            std::fs::read_to_string(root.join(rel)).unwrap_or_default()
+            crate::fsio::read_text(&root.join(rel)).unwrap_or_default()
         } else {
             String::new()
         }

@@ -400,3 +400,196 @@ fn python_raises_only_value_and_type_errors() {
     assert!(broken.is_empty(), "{} call(s) raised something else:\n{}", broken.len(), broken.join("\n"));
     assert!(v["calls"].as_u64().unwrap() > 1000, "{}", v["calls"]);
 }
+
+/// Runs the binary with a deadline: a command that waits on a FIFO would
+/// otherwise hang the suite. Returns its exit code and stderr, or fails
+/// when it is still running after `secs`.
+#[cfg(unix)]
+fn within(secs: u64, cmd: &mut std::process::Command) -> (i32, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            return (status.code().unwrap_or(-1), err);
+        }
+        if start.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            panic!("still running after {secs} s (waiting on input?): {cmd:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The binary as a plain process (to spawn and watch), with the
+/// allocator variables cleared as `vramfit()` clears them.
+#[cfg(unix)]
+fn bin() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_vramfit"));
+    for v in ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// A FIFO, a device or a folder given where a file is read is refused at
+/// once (exit 2, the path and its kind named), by every reader: `ingest`,
+/// `report --observed`, `family add --traces`, `reserve --coefficients`,
+/// a root whose policy, store or shipped file is one; and the root is left
+/// as it was.
+#[cfg(unix)]
+#[test]
+fn a_fifo_a_device_or_a_folder_is_refused_not_waited_on() {
+    let root = scratch_of(&data_root());
+    // The FIFO beside the root, not in it: the snapshot below reads every file of the root.
+    let aside = tempfile::tempdir().unwrap();
+    let fifo = aside.path().join("pipe");
+    mkfifo(&fifo);
+    let before = snapshot(root.path());
+    let r = root.path().to_str().unwrap().to_string();
+    let pipe = fifo.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["ingest", pipe], "a FIFO"),
+        (vec!["ingest", "/dev/zero"], "a device"),
+        (vec!["ingest", "measurements"], "a folder"),
+        (
+            vec![
+                "ingest",
+                "--from",
+                "invokeai-benchmark",
+                "--source",
+                "u",
+                "--conv-backend",
+                "cudnn",
+                "--allocator",
+                "native",
+                "--os",
+                "linux",
+                "--device",
+                "x",
+                "--id-prefix",
+                "p",
+                pipe,
+            ],
+            "a FIFO",
+        ),
+        (vec!["report", "--observed", pipe], "a FIFO"),
+        (vec!["family", "add", "newfam", "--traces", pipe], "a FIFO"),
+        (vec!["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients", pipe], "a FIFO"),
+        (vec!["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients", "/dev/null"], "a device"),
+    ];
+    for (args, kind) in cases {
+        let (code, err) = within(5, bin().current_dir(root.path()).arg("--root").arg(&r).args(&args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(kind) && err.contains("not a regular file"), "{args:?}: {err}");
+    }
+    assert_eq!(snapshot(root.path()), before, "nothing written");
+    // A root whose own files are FIFOs: every command that reads them refuses.
+    for rel in ["fits/policy.toml", "measurements/vae.json", "fits/vae.json"] {
+        let root = scratch_of(&data_root());
+        let p = root.path().join(rel);
+        std::fs::remove_file(&p).unwrap();
+        mkfifo(&p);
+        for cmd in [&["verify"][..], &["fit"], &["emit", "--wait", "0"], &["points"]] {
+            let (code, err) = within(5, bin().arg("--root").arg(root.path()).args(cmd));
+            if rel == "fits/vae.json" && cmd[0] != "verify" {
+                // `fit`, `emit` and `points` do not read the shipped file (emit replaces it).
+                continue;
+            }
+            assert_eq!(code, 2, "{rel} a FIFO, {cmd:?}: {err}");
+            assert!(err.contains("not a regular file"), "{rel}, {cmd:?}: {err}");
+        }
+    }
+}
+
+/// `ingest -` reads standard input before it takes the root's lock: while
+/// it waits on a pipe nobody writes, another writer (`emit --wait 0`) runs.
+#[cfg(unix)]
+#[test]
+fn ingest_waiting_on_standard_input_holds_no_lock() {
+    use std::io::Write;
+    let root = scratch_of(&data_root());
+    let mut ingest = bin()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (code, err) = within(20, bin().arg("--root").arg(root.path()).args(["emit", "--wait", "0"]));
+    assert!(code <= 1, "emit beside a waiting ingest: {err}");
+    let mut stdin = ingest.stdin.take().unwrap();
+    let csv = std::fs::read_to_string(fixture("ingest/good.csv")).unwrap_or_default();
+    let _ = stdin.write_all(csv.as_bytes());
+    drop(stdin);
+    let status = ingest.wait().unwrap();
+    assert!(status.code().is_some_and(|c| c <= 2));
+}
+
+/// The Observer writes only its own file (tests/python/observe_files.py):
+/// a notes file, a binary file, a link (live or dangling), a FIFO, a
+/// device and a folder are refused when the observer is built and left
+/// byte for byte; only its own torn last row is ever cut; a file replaced
+/// behind it costs the row, never the op; no row or log line holds a path.
+#[cfg(unix)]
+#[test]
+fn the_observer_writes_only_its_own_file() {
+    let out = crate::common::python()
+        .arg(repo().join("tests/python/observe_files.py"))
+        .env("VRAMFIT_REPO", repo())
+        .env("VRAMFIT_COEFFICIENTS", repo().join("fits/vae.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed: Vec<&str> = v["failed"].as_array().unwrap().iter().filter_map(|b| b.as_str()).collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert!(v["cases"].as_u64().unwrap() >= 20, "{}", v["cases"]);
+}
+
+/// The runtime's SHA-256 (which names a coefficients file in a row) is the
+/// `sha2` crate's, the one the CLI names files with, at every length
+/// across the padding's edges.
+#[test]
+fn the_runtimes_digest_is_the_clis() {
+    let mut rng = Rng::new(7);
+    for len in (0..300).chain([1000, 4096, 65_537]) {
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        assert_eq!(vramfit::digest::sha256_tag(&bytes), vramfit::fsio::sha256_tag(&bytes), "{len} bytes");
+    }
+}
+
+/// `export` records the file relative to the root, whatever spelling of
+/// the root was typed: the same bytes from every spelling, and no path.
+#[test]
+fn export_holds_no_path_of_the_machine() {
+    let root = scratch_of(&data_root());
+    let abs = root.path().canonicalize().unwrap();
+    let mut outs = Vec::new();
+    for spelling in [abs.display().to_string(), format!("{}/", abs.display()), format!("{}/./fits/..", abs.display())] {
+        let out =
+            vramfit().args(["--root", &spelling, "--format", "json", "export", "--host", "comfyui"]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let text = stdout_of(&out);
+        assert!(!text.contains(&abs.display().to_string()), "a path in the export");
+        assert_eq!(json_of(&out)["coefficients"], "fits/vae.json");
+        outs.push(text);
+    }
+    assert!(outs.windows(2).all(|w| w[0] == w[1]));
+}

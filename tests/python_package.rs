@@ -559,7 +559,7 @@ path, package = sys.argv[1], sys.argv[2]
 own = {n.split(".")[0] for n in os.listdir(package)} | {"hosts"}
 tree = ast.parse(open(path).read(), feature_version=(3, 9))
 stdlib = {"json", "os", "re", "sys", "dataclasses", "fractions", "typing", "importlib", "logging", "threading",
-          "datetime", "time", "fcntl", "msvcrt"}
+          "datetime", "time", "fcntl", "msvcrt", "errno", "stat", "functools"}
 for node in ast.walk(tree):
     names = []
     if isinstance(node, ast.Import):

@@ -21,7 +21,15 @@ import sys
 import threading
 import time
 
-from ._native import ALLOC_VARS, HIP_ALLOC_VAR, OBSERVATION_HEADER, RUNTIME_VERSION, allocator_of_conf, observation
+from ._native import (
+    ALLOC_VARS,
+    HIP_ALLOC_VAR,
+    RUNTIME_VERSION,
+    allocator_of_conf,
+    append_observation,
+    check_observation_path,
+    observation,
+)
 
 __all__ = ["Observer"]
 
@@ -44,41 +52,12 @@ def _nonce():
     return "%x%05x%04x" % (time.time_ns() & 0xFFFFFFFFFFFF, os.getpid() & 0xFFFFF, n & 0xFFFF)
 
 
-def _lock(fd, exclusive):
-    if os.name == "nt":
-        import msvcrt
-
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_LOCK if exclusive else msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_UN)
-
-
 def append(path, row, max_bytes):
-    """Appends one row (the header first into an empty file) under an exclusive lock; False when the file would
-    pass ``max_bytes``. A row torn by a writer that died mid-write (no final newline) is cut off first."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        _lock(fd, True)
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                tail = os.pread(fd, min(size, 1 << 16), size - min(size, 1 << 16)) if hasattr(os, "pread") else b""
-                if tail and not tail.endswith(b"\n"):
-                    size = size - len(tail) + tail.rfind(b"\n") + 1
-                    os.ftruncate(fd, size)
-            data = ((OBSERVATION_HEADER if size == 0 else "") + row).encode("utf-8")
-            if size + len(data) > max_bytes:
-                return False
-            while data:
-                data = data[os.write(fd, data):]
-            return True
-        finally:
-            _lock(fd, False)
-    finally:
-        os.close(fd)
+    """Appends one row (the header first into an empty file) under an exclusive lock, through the runtime's
+    writer: ``"written"``, ``"full"`` (it would pass ``max_bytes``), ``"refused"`` (the path is a link, not a
+    regular file, or not an observation file: left exactly as it is) or ``"error"``, with its words. A row torn by
+    a writer that died mid-write is the only thing ever cut, and only in a file of this format."""
+    return append_observation(path, row, max_bytes)
 
 
 def _facts(cuda):
@@ -125,6 +104,12 @@ class Observer:
 
     def __init__(self, path=None, *, max_bytes=MAX_BYTES, logger=None, device=None, release=True):
         self.path = None if path is None else os.fspath(path)
+        if self.path is not None:
+            # Misuse is refused here, when the host sets the observer up, never around an op: a link, a FIFO or
+            # device, a file that is not an observation file.
+            check_observation_path(self.path)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ValueError("max_bytes: expected a positive int of bytes, got %r" % (max_bytes,))
         self.max_bytes = int(max_bytes)
         self.log = logger or log
         self.device = device
@@ -190,20 +175,20 @@ class Observer:
             self.log.warning(under)
         if self.path is None:
             return
-        try:
-            written = append(self.path, row, self.max_bytes)
-            why = "would pass its bound of %d B" % self.max_bytes
-        except OSError as e:
-            # The host's op is done and its result stands: a file that cannot be written costs the row only.
-            written, why = False, "cannot be written (%s)" % e
-        if written:
+        # The host's op is done and its result stands: a file that cannot be written, or was replaced since the
+        # observer was set up by something it did not write, costs the row only.
+        status, why = append(self.path, row, self.max_bytes)
+        if status == "full":
+            # The file by its name alone: a log line holds no path (the runtime's words name it so too).
+            why = "observe: %s would pass its bound of %d B" % (os.path.basename(self.path), self.max_bytes)
+        if status == "written":
             self._count("rows")
             return
         self._count("dropped")
         with self._lock:
             first, self._full = not self._full, True
         if first:
-            self.log.warning("vramfit: %s %s: no more rows are written (%s)" % (self.path, why, reservation.key))
+            self.log.warning("vramfit: %s: no more rows are written (%s)" % (why, reservation.key))
 
 
 class _Op:

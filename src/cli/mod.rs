@@ -199,7 +199,7 @@ fn error_annotation(e: &anyhow::Error, message: &str) -> String {
     };
     let line = place.line.or_else(|| {
         let id = place.point.as_deref()?;
-        crate::places::store_line(&std::fs::read_to_string(&place.file).ok()?, id)
+        crate::places::store_line(&crate::fsio::read_text(std::path::Path::new(&place.file)).ok()?, id)
     });
     crate::report::annotation("error", &place.file, line.unwrap_or(1), title, message)
 }

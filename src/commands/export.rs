@@ -13,7 +13,7 @@ pub fn run(root: &Path, host: &str, out: Option<&Path>) -> Result<Outcome<Export
     let text = crate::fsio::read_text(&path)?;
     let shown = crate::fsio::shown(&path);
     let file = crate::contract::load::parse(&text, &shown)?;
-    let export = crate::export::export(&file, text.as_bytes(), &shown, host)?;
+    let export = crate::export::export(&file, text.as_bytes(), host)?;
     let Some(out) = out else { return Ok(Outcome::of(export)) };
     crate::fsio::write_file(out, &crate::fsio::to_json_bytes(&export)?)?;
     let wrote = vec![crate::fsio::shown(out)];

@@ -68,14 +68,13 @@ fn copy_findings(ws: &Workspace) -> Result<Vec<Finding>> {
     if copies.is_empty() {
         return Ok(Vec::new());
     }
-    let shipped = std::fs::read(ws.coefficients_path())
-        .map_err(|e| anyhow::anyhow!("{}: {e}", crate::fsio::shown(&ws.coefficients_path())))?;
+    let shipped = crate::fsio::read_bytes(&ws.coefficients_path(), crate::fsio::STORE_LIMIT)?;
     let mut out = Vec::new();
     for copy in copies {
-        let found = match std::fs::read(&copy.path) {
+        let found = match crate::fsio::read_bytes(&copy.path, crate::fsio::STORE_LIMIT) {
             Ok(bytes) if bytes == shipped => continue,
             Ok(bytes) => format!("{} ({} bytes)", crate::fsio::sha256_tag(&bytes), bytes.len()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
+            Err(_) if !copy.path.exists() => "missing".to_string(),
             Err(e) => format!("unreadable: {e}"),
         };
         let mut f = Finding::new(

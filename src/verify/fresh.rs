@@ -95,7 +95,11 @@ pub fn emit(root: &Path, check: bool, force: bool, wait: std::time::Duration) ->
     let lock = if check { None } else { Some(ws.lock(wait)?) };
     let path = ws.coefficients_path();
     // The file being replaced is read beside the fit.
-    let (old_bytes, fresh) = crate::par::join(true, || std::fs::read(&path).ok(), || fresh(root, Purpose::Write));
+    let (old_bytes, fresh) = crate::par::join(
+        true,
+        || crate::fsio::read_if_regular(&path, crate::fsio::STORE_LIMIT),
+        || fresh(root, Purpose::Write),
+    );
     let Fresh { file, bytes, findings, .. } = fresh?;
     let bytes = bytes.unwrap_or_default();
     // The list of changes needs the old file loaded only when its bytes
@@ -131,7 +135,8 @@ pub fn emit(root: &Path, check: bool, force: bool, wait: std::time::Duration) ->
     }
     let mut copies = Vec::new();
     for copy in ws.shipped_copies() {
-        let stale = std::fs::read(&copy.path).ok().as_deref() != Some(bytes.as_slice());
+        let stale =
+            crate::fsio::read_if_regular(&copy.path, crate::fsio::STORE_LIMIT).as_deref() != Some(bytes.as_slice());
         let written = may_write && stale;
         if let (true, Some(lock)) = (written, &lock) {
             lock.write(&copy.path, &bytes)?;

@@ -246,6 +246,11 @@ impl Reservation {
         &self.report
     }
 
+    /// The coefficients that priced it.
+    pub fn coefficients(&self) -> &vramfit_runtime::pricing::Coefficients {
+        &self.priced.coefficients
+    }
+
     pub fn query(&self) -> &vramfit_runtime::pricing::Query {
         &self.query
     }

@@ -381,6 +381,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refusal_codes, m)?)?;
     m.add_function(wrap_pyfunction!(coefficients_of_py, m)?)?;
     m.add_function(wrap_pyfunction!(observe::observation, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::check_observation_path, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::append_observation, m)?)?;
     m.add_function(wrap_pyfunction!(_boundary_check, m)?)?;
     m.add("OBSERVATION_HEADER", vramfit_runtime::observe::header())?;
     Ok(())

@@ -88,7 +88,8 @@ fn observation_of(
     let o = Observation {
         query: reservation.query(),
         price: &report.price,
-        coefficients: &report.coefficients,
+        // Named by its digest, never by its path (a row holds no path).
+        coefficients: &reservation.coefficients().identity,
         peaks,
         facts: &facts,
         context,
@@ -98,4 +99,40 @@ fn observation_of(
     };
     let row = o.csv_line().map_err(|e| args::value_error(e.to_string()))?;
     Ok((row, peaks.demand(), o.under_reserved()))
+}
+
+/// Refuses (a `Refusal`, a `ValueError`) a path the observer must not
+/// write: a link, anything not a regular file, a file that is not an
+/// observation file (`vramfit_runtime::observe::file::check_path`). An
+/// absent path passes: the first row creates it.
+#[pyfunction]
+pub fn check_observation_path(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    crate::boundary(py, || {
+        vramfit_runtime::observe::file::check_path(&path, &vramfit_runtime::observe::header()).map_err(|e| {
+            crate::refusal(py, vramfit_runtime::error::Error::new(vramfit_runtime::error::Code::File, e.to_string()))
+        })
+    })
+}
+
+/// Appends one row under the file's lock: `("written", "")`, `("full",
+/// "")` past `max_bytes`, or `("refused", words)` for a file it must not
+/// touch and `("error", words)` where the file system refused; never
+/// raises for the file, so an op's result is never lost to its row.
+#[pyfunction]
+pub fn append_observation(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    row: &str,
+    max_bytes: u64,
+) -> PyResult<(&'static str, String)> {
+    use vramfit_runtime::observe::file::{append, AppendError, Appended};
+    crate::boundary(py, || {
+        let header = vramfit_runtime::observe::header();
+        Ok(match py.detach(|| append(&path, &header, row, max_bytes)) {
+            Ok(Appended::Written) => ("written", String::new()),
+            Ok(Appended::Full) => ("full", String::new()),
+            Err(e @ AppendError::NotOurs(_)) => ("refused", e.to_string()),
+            Err(e @ AppendError::Io(_)) => ("error", e.to_string()),
+        })
+    })
 }

@@ -12,6 +12,7 @@
 //! `cargo tree` of this crate names none of the CLI's.
 
 pub mod contract;
+pub mod digest;
 pub mod error;
 pub mod exact;
 pub mod io;

@@ -250,6 +250,23 @@ pub fn is_format_char(c: char) -> bool {
     )
 }
 
+/// Whether a cell's text begins as a spreadsheet formula does: `=`, `+`,
+/// `-`, `@`, a tab or a carriage return (OWASP's list for CSV injection).
+pub fn starts_like_formula(s: &str) -> bool {
+    s.starts_with(['=', '+', '-', '@', '\t', '\r'])
+}
+
+/// Free text as vramfit writes it into a CSV or a Markdown cell: text that
+/// [`starts_like_formula`] gets a leading apostrophe, so a spreadsheet
+/// shows it as text instead of running it; anything else unchanged.
+pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if starts_like_formula(s) {
+        format!("'{s}").into()
+    } else {
+        s.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,11 @@ pub struct Coefficients {
     pub file: CoefficientsFile,
     /// Which file priced it (a path, or `embedded`).
     pub source: String,
+    /// How a record that must hold no path names it (an observation row, a
+    /// host's log line): its content's SHA-256, and whether it is the
+    /// compiled-in copy. Set by [`super::source::CoefficientSource::load`];
+    /// `unnamed coefficients` for a file built in memory.
+    pub identity: String,
     /// Each line's values by its key.
     pub(super) lines: FxHashMap<LineKey, LineCoef>,
     /// The file's registry, built once (every pricing resolves a family).
@@ -144,6 +149,7 @@ impl Coefficients {
             file,
             lines,
             source,
+            identity: "unnamed coefficients".into(),
             registry,
             known_tiles,
             measured_families,

@@ -24,13 +24,26 @@ impl CoefficientSource {
     }
 
     fn load_any(&self) -> Result<Coefficients> {
-        match self {
-            CoefficientSource::Embedded => Coefficients::new(
-                contract::parse(EMBEDDED, "embedded fits/vae.json")?,
-                format!("embedded fits/vae.json (vramfit {})", env!("CARGO_PKG_VERSION")),
+        let version = env!("CARGO_PKG_VERSION");
+        let (mut c, identity) = match self {
+            CoefficientSource::Embedded => (
+                Coefficients::new(
+                    contract::parse(EMBEDDED, "embedded fits/vae.json")?,
+                    format!("embedded fits/vae.json (vramfit {version})"),
+                )?,
+                format!(
+                    "bundled fits/vae.json of vramfit {version}, {}",
+                    crate::digest::sha256_tag(EMBEDDED.as_bytes())
+                ),
             ),
-            CoefficientSource::File(p) => Coefficients::new(contract::load(p)?, crate::io::shown(p)),
-        }
+            CoefficientSource::File(p) => {
+                let text = crate::io::read_text(p)?;
+                let c = Coefficients::new(contract::parse(&text, &crate::io::shown(p))?, crate::io::shown(p))?;
+                (c, format!("a coefficients file, {}", crate::digest::sha256_tag(text.as_bytes())))
+            }
+        };
+        c.identity = identity;
+        Ok(c)
     }
 
     /// Whether the compiled-in copy answers while `local` (the folder's own
@@ -39,7 +52,8 @@ impl CoefficientSource {
     /// cannot be read differs from nothing.
     pub fn embedded_while_differs(&self, local: &Path) -> bool {
         matches!(self, CoefficientSource::Embedded)
-            && std::fs::read(local).is_ok_and(|bytes| bytes != EMBEDDED.as_bytes())
+            && crate::io::read_if_regular(local, crate::io::TEXT_LIMIT)
+                .is_some_and(|bytes| bytes != EMBEDDED.as_bytes())
     }
 }
 

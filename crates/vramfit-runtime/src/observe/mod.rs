@@ -9,6 +9,8 @@
 //! about the user: no prompt, path or model file name. The model column is
 //! the resolved family, not the name the host passed.
 
+pub mod file;
+
 use crate::pricing::{Price, Query};
 use crate::vocab::{Allocator, Context, ConvBackend, Os};
 
@@ -289,10 +291,19 @@ fn context_words(c: Context) -> &'static str {
     }
 }
 
-/// A field as `ingest` takes it: control characters (which it refuses)
-/// become spaces, and the text is trimmed.
+/// The most characters a free-text field of a row keeps (a device's or a
+/// library's name, a version): what bounds a row, so a torn one is told
+/// from a file that is not an observation file (`file::TORN_LIMIT`).
+pub const FIELD_LIMIT: usize = 256;
+
+/// A field as `ingest` takes it and a spreadsheet shows it: control
+/// characters (which `ingest` refuses) become spaces, the text is trimmed
+/// and cut to [`FIELD_LIMIT`] characters, and a leading `=`, `+`, `-` or
+/// `@` (a formula, where the CSV is opened) is escaped with an apostrophe
+/// (`crate::text::formula_safe`).
 fn clean(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_string()
+    let spaced: String = s.chars().take(FIELD_LIMIT).map(|c| if c.is_control() { ' ' } else { c }).collect();
+    crate::text::formula_safe(spaced.trim()).into_owned()
 }
 
 /// One CSV line: a field with a comma, quote or line break is quoted, its
@@ -332,6 +343,8 @@ mod tests {
     fn a_field_with_a_comma_or_quote_is_quoted() {
         assert_eq!(csv_line(&["a", "b,c", "say \"x\"", "d"]), "a,\"b,c\",\"say \"\"x\"\"\",d\n");
         assert_eq!(clean(" NVIDIA\tH100\n"), "NVIDIA H100");
+        assert_eq!(clean("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(clean(&"x".repeat(1000)).len(), FIELD_LIMIT);
     }
 
     #[test]
