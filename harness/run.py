@@ -33,6 +33,15 @@ CONTEXT_NOTE = {
 }
 
 
+
+def csv_cell(value):
+    """A cell as the measurement CSV holds it: text that begins as a spreadsheet formula does (=, +, -, @, a tab or
+    a carriage return: a device name or a note is free text) gets a leading apostrophe, as the runtime writes an
+    observation row (``vramfit_runtime::text::formula_safe``); numbers and other text unchanged."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
 def done_keys(out, oom_log):
     """Point keys already written to the CSV or the out-of-memory log."""
     keys = set()
@@ -172,7 +181,7 @@ def run_plan(plan, out, oom_log, device, python=None, timeout=600, say=print):
                 oom += 1
                 say("oom   %s" % point.key())
                 continue
-            values = row(point, plan.runs, answer, device)
+            values = {k: csv_cell(v) for k, v in row(point, plan.runs, answer, device).items()}
 
             def write(f, new):
                 w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")

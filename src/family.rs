@@ -132,7 +132,7 @@ pub fn reserved_names(commands: &[String]) -> Vec<String> {
 }
 
 fn check_name(name: &str, policy: &Policy, commands: &[String]) -> Result<()> {
-    let shown = name.escape_debug();
+    let shown = crate::text::quoted(name);
     let mut chars = name.chars();
     let well_formed = name.len() <= 64
         && chars.next().is_some_and(|c| c.is_ascii_lowercase())

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use vramfit_runtime::io::{
-    open_regular, read_bytes, read_if_regular, read_text, shown, writes_exactly, Bounded, TEXT_LIMIT,
+    duplicate_key, open_regular, read_bytes, read_if_regular, read_text, refuse_duplicate_keys, shown, writes_exactly,
+    Bounded, TEXT_LIMIT,
 };
 
 /// The prefix of every temporary file vramfit writes beside its target.

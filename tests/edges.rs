@@ -148,12 +148,25 @@ fn a_failed_print_after_a_write_says_what_was_written() {
 }
 
 /// Every input read with a bound: the coefficients, the policy and the
-/// store as links to an endless device end at once with exit 2.
+/// store as links to an endless device end at once with exit 2 (a device
+/// is no regular file, and is not opened for reading at all), and a regular
+/// file past the bound is refused after one byte more than it.
 #[cfg(unix)]
 #[test]
 fn an_endless_input_is_refused_not_read_forever() {
     let out = vramfit()
         .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("a device, not a regular file"), "{}", stderr_of(&out));
+    let dir = scratch();
+    let huge = dir.path().join("huge.json");
+    // Sparse: 17 MiB of zeros that take no disk.
+    fs::File::create(&huge).unwrap().set_len(17 << 20).unwrap();
+    let out = vramfit()
+        .args(["reserve", "sdxl", "decode", "1024x1024", "--dtype", "fp16", "--coefficients"])
+        .arg(&huge)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -593,3 +593,226 @@ fn export_holds_no_path_of_the_machine() {
     }
     assert!(outs.windows(2).all(|w| w[0] == w[1]));
 }
+
+/// Ingests one CSV in a scratch root: exit code, stderr, and whether the
+/// root changed.
+fn ingest_text(text: &str) -> (i32, String, bool) {
+    let root = scratch_of(&data_root());
+    let f = root.path().join("rows.csv");
+    std::fs::write(&f, text).unwrap();
+    let before = snapshot(root.path());
+    let out = vramfit().arg("--root").arg(root.path()).arg("ingest").arg(&f).output().unwrap();
+    (out.status.code().unwrap(), stderr_of(&out), snapshot(root.path()) != before)
+}
+
+/// What a row may hold: a byte count kept beside a point (an observed
+/// `reservation_bytes`) is a whole number within the pricer's range, and
+/// an id never begins as a spreadsheet formula; each refused with its
+/// file, line and field, nothing written.
+#[test]
+fn hostile_rows_are_refused_with_file_line_and_field() {
+    let header =
+        "id,source,conv_backend,allocator,os,vae,op,tile,run_dtype,width,height,batch,reserved_mib,reservation_bytes";
+    let ok = "r-1,test,cudnn,native,linux,sd,decode,0,fp16,512,512,1,1100,1153433600";
+    let (code, err, changed) = ingest_text(&format!("{header}\n{ok}\n"));
+    assert!(code == 0 && changed, "{err}");
+    for bad in ["NaN", "-1", "1e30", "18446744073709551616", "1.5", "inf", "0x10", "99999999999999999999"] {
+        let row = ok.replace(",1153433600", &format!(",{bad}"));
+        let (code, err, changed) = ingest_text(&format!("{header}\n{ok}\n{row}\n"));
+        assert_eq!(code, 2, "reservation_bytes {bad}: {err}");
+        assert!(!changed, "nothing written");
+        assert!(err.contains("rows.csv:3:") && err.contains("reservation_bytes"), "{bad}: {err}");
+    }
+    for id in ["=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "\"\t=x\""] {
+        let row = ok.replace("r-1,", &format!("{id},"));
+        let (code, err, changed) = ingest_text(&format!("{header}\n{row}\n"));
+        assert_eq!(code, 2, "id {id}: {err}");
+        assert!(!changed);
+        assert!(err.contains("rows.csv:2:") && err.contains("id:") && err.contains("formula"), "{id}: {err}");
+    }
+}
+
+/// Free text that begins as a formula is written escaped wherever vramfit
+/// writes CSV or Markdown: a Markdown cell keeps its table's shape too.
+#[test]
+fn free_text_is_written_escaped() {
+    use vramfit::report::markdown_cell;
+    assert_eq!(markdown_cell("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+    assert_eq!(markdown_cell("@x"), "'@x");
+    assert_eq!(markdown_cell("a | b\nc"), "a \\| b c");
+    // Numbers and the placeholder for none stay as they are.
+    for plain in ["-", "-1.5", "+3 %", "−0.2", "1024", "sd/decode/0"] {
+        assert_eq!(markdown_cell(plain), plain);
+    }
+    let table = vramfit::report::markdown_table(&["a", "b"], &[vec!["x|y".into(), "-z\nw".into()]]);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.contains("x\\|y") && table.contains("'-z w"), "{table}");
+}
+
+/// A key given twice in one JSON object is refused by every loader, with
+/// the key and its line, where serde would keep the last without a word:
+/// a coefficients file (the CLI and Python `load()`), InvokeAI's benchmark
+/// JSON, a stored point.
+#[test]
+fn a_duplicate_json_key_is_refused_by_every_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("fits/vae.json")).unwrap();
+    // The registry's first family, again, right after itself: a map key twice.
+    let at = text.find("\"registry\": {\n").unwrap() + "\"registry\": {\n".len();
+    let end = at + text[at..].find("\n    },\n").unwrap() + "\n    },\n".len();
+    let dup = format!("{}{}{}", &text[..end], &text[at..end], &text[end..]);
+    let line = dup[..end].lines().count() as u64 + 1;
+    let file = dir.path().join("vae.json");
+    std::fs::write(&file, &dup).unwrap();
+    let r = run_in_process(&[
+        "reserve",
+        "sdxl",
+        "decode",
+        "1024x1024",
+        "--dtype",
+        "fp16",
+        "--coefficients",
+        file.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(r.err.contains(&format!("vae.json:{line}:")) && r.err.contains("appears twice"), "line {line}: {}", r.err);
+    let script = "import sys, vramfit_vae as v\ntry:\n    v.load(sys.argv[1]); print('loaded')\nexcept ValueError as e:\n    print(e)\n";
+    let out = crate::common::python().args(["-c", script]).arg(&file).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("appears twice") && said.contains(&format!(":{line}:")), "{said}");
+    // InvokeAI's benchmark JSON.
+    let bench = std::fs::read_to_string(fixture("invokeai/all_benchmark_results.json")).unwrap();
+    let open = bench.find('{').unwrap();
+    let first_key_end = open + bench[open..].find(',').unwrap() + 1;
+    let dup = format!("{}{}{}", &bench[..first_key_end], &bench[open + 1..first_key_end], &bench[first_key_end..]);
+    let f = dir.path().join("bench.json");
+    std::fs::write(&f, dup).unwrap();
+    let root = scratch_of(&data_root());
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["ingest", "--from", "invokeai-benchmark", "--source", "u", "--conv-backend", "cudnn"])
+        .args(["--allocator", "native", "--os", "linux", "--device", "x", "--id-prefix", "p"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("appears twice"), "{}", stderr_of(&out));
+    // A stored point whose metadata names a key twice.
+    let store = root.path().join("measurements/vae.json");
+    let s = std::fs::read_to_string(&store).unwrap();
+    let edited = s.replacen("\"metadata\":{}", "\"metadata\":{\"a\":\"1\",\"a\":\"2\"}", 1);
+    assert_ne!(edited, s, "a point with empty metadata to edit");
+    std::fs::write(&store, edited).unwrap();
+    let out = vramfit().arg("--root").arg(root.path()).arg("points").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("appears twice"), "{}", stderr_of(&out));
+}
+
+/// A frame count a video family's VAE cannot run is refused with the
+/// nearest counts it runs, by the CLI, `plan`, Python and the drop-ins
+/// alike; the counts it runs are priced (docs/video.md, "Frame counts").
+#[test]
+fn frame_counts_off_a_familys_grammar_are_refused_everywhere() {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    let mut py_cases = Vec::new();
+    for (family, e) in v["registry"].as_object().unwrap() {
+        let Some(video) = e.get("video") else { continue };
+        let t = video["temporal"].as_u64().unwrap();
+        let (step, offset, first) = match video.get("clips") {
+            Some(c) => (c[0].as_u64().unwrap(), c[1].as_u64().unwrap(), 1),
+            None => (t, 1, 0),
+        };
+        let on = step * (first + 2) + offset;
+        let off = on + 1;
+        for op in ["decode", "encode"] {
+            for command in ["reserve", "plan"] {
+                let mut a: Vec<String> = [command, family.as_str(), op, "512x512", "--dtype", "bf16", "--os", "linux"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                if command == "plan" {
+                    a.extend(["--free".into(), "80GiB".into()]);
+                }
+                let mut at = |frames: u64| {
+                    let mut a = a.clone();
+                    a.extend(["--frames".into(), frames.to_string()]);
+                    run_in_process(&a).unwrap()
+                };
+                let r = at(on);
+                assert!(r.code <= 1, "{family} {op} {command} at {on} frames: {}", r.err);
+                let r = at(off);
+                assert_eq!(r.code, 2, "{family} {op} {command} at {off} frames: {}", r.out);
+                let nearest = format!("the nearest it {op}s: {on} or {}", on + step);
+                assert!(r.err.contains(&nearest), "{family} {op}: {nearest} in {}", r.err);
+                checked += 1;
+            }
+            py_cases.push(serde_json::json!([family, op, off]));
+        }
+        if video["decodes_single_frame"] == false {
+            let r =
+                run_in_process(&["reserve", family, "decode", "512x512", "--frames", "1", "--dtype", "bf16"]).unwrap();
+            assert_eq!(r.code, 2, "{family}: one frame decoded");
+            assert!(r.err.contains("not 1"), "{}", r.err);
+            let r =
+                run_in_process(&["reserve", family, "encode", "512x512", "--frames", "1", "--dtype", "bf16"]).unwrap();
+            assert!(r.code <= 1, "{family}: one frame encoded: {}", r.err);
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+    // Python, and the InvokeAI drop-ins that take pixel frames.
+    let script = r#"
+import json, sys, types
+import vramfit_vae as v
+from vramfit_vae.hosts import invokeai
+out = []
+for family, op, frames in json.loads(sys.argv[1]):
+    for call in (v.reserve, v.plan):
+        kw = dict(dtype="bf16", os="linux", env={}, frames=frames)
+        if call is v.plan:
+            kw["free"] = 80 << 30
+        try:
+            call(family, op, 512, 512, **kw)
+            out.append("priced %s %s %d" % (family, op, frames))
+        except v.Refusal as e:
+            out.append(str(e))
+class P: dtype = "bfloat16"
+class Vae:
+    config = types.SimpleNamespace(z_dim=16)
+    def parameters(self): return iter([P()])
+for call, args in ((invokeai.estimate_vae_working_memory_wan, ("decode", Vae(), 480, 832, 18)),
+                   (invokeai.estimate_vae_working_memory_minimax_h3, ("decode", Vae(), 256, 256, 1))):
+    try:
+        call(*args)
+        out.append("priced %s" % call.__name__)
+    except v.Refusal as e:
+        out.append(str(e))
+print(json.dumps(out))
+"#;
+    let out =
+        crate::common::python().args(["-c", script, &serde_json::Value::from(py_cases).to_string()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    let priced: Vec<&String> = said.iter().filter(|s| s.starts_with("priced")).collect();
+    assert!(priced.is_empty(), "{priced:?}");
+    assert!(said.iter().all(|s| s.contains("the nearest it")), "{said:?}");
+}
+
+/// The frame grammar the pricer holds a query to is the harness's, which
+/// the traces were made with (harness/configs/*.json `frame_grammar` and
+/// `one_frame_max`): one fact, two readers, held equal here.
+#[test]
+fn the_shipped_frame_grammar_is_the_harness_configs() {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(repo().join("fits/vae.json")).unwrap()).unwrap();
+    for entry in std::fs::read_dir(repo().join("harness/configs")).unwrap() {
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        let Some(video) = v["registry"][doc["vae"].as_str().unwrap()].get("video") else { continue };
+        let family = doc["vae"].as_str().unwrap();
+        assert_eq!(video["temporal"], doc["temporal"], "{family}: temporal compression");
+        assert_eq!(video.get("clips"), doc.get("frame_grammar").map(|g| &g["pixel"]), "{family}: clips");
+        let no_single = doc["one_frame_max"]["pixels"]["decode"] == 0;
+        assert_eq!(video["decodes_single_frame"] == false, no_single, "{family}: one-frame decode");
+    }
+}

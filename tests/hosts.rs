@@ -608,7 +608,7 @@ fn a_coefficients_argument_that_is_not_coefficients_is_refused_with_words() {
         (q(json!(binary.display().to_string())), "ValueError", "not UTF-8 text"),
         (q(json!(other.display().to_string())), "ValueError", "other.json"),
         (q(json!(dir.path().join("missing.json").display().to_string())), "ValueError", "cannot read"),
-        (q(json!(dir.path().display().to_string())), "ValueError", "cannot read"),
+        (q(json!(dir.path().display().to_string())), "ValueError", "a folder, not a regular file"),
         (q(json!(3)), "TypeError", "coefficients"),
         (q(json!({"format": "vramfit-vae-coefficients"})), "TypeError", "coefficients"),
     ];

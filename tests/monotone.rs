@@ -154,9 +154,13 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 /// The smaller query and the larger one of a case (the larger differs in
-/// one input; a tile grows to a larger tile or to 0, untiled).
-fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
-    let frames = if video { c.frames } else { 1 };
+/// one input; a tile grows to a larger tile or to 0, untiled). A video
+/// family's frame counts are the clips its VAE runs (the shortest at least
+/// as long as drawn): any other count is refused, not priced.
+fn pair(c: &Case, family: &str, facts: Option<&vramfit::registry::VideoFacts>) -> (Query, Query) {
+    let video = facts.is_some();
+    let clip = |f: u64| facts.and_then(|v| v.clip_at_least(f, c.op == Op::Decode)).unwrap_or(f);
+    let frames = if video { clip(c.frames) } else { 1 };
     let tile = match c.tile {
         NEAR => u32::try_from((c.width.max(c.height).saturating_sub(1) / 8 * 8).max(8)).unwrap_or(u32::MAX / 8 * 8),
         t => t,
@@ -192,7 +196,7 @@ fn pair(c: &Case, family: &str, video: bool) -> (Query, Query) {
         Grow::Height if c.by.is_multiple_of(2) => large.height = large.height.saturating_add(c.by % 16 + 1),
         Grow::Height => large.height = large.height.saturating_add(c.by),
         Grow::Batch => large.batch = (large.batch + c.by % 64).min(64),
-        Grow::Frames if video => large.frames = (large.frames + c.by % 2000).min(2000),
+        Grow::Frames if video => large.frames = clip((large.frames + c.by % 2000).min(2000)),
         Grow::Frames => {}
         Grow::Tile => {
             large.tile = match small.tile {
@@ -257,8 +261,8 @@ fn check(files: &[(String, Coefficients)], c: &Case, own_only: bool) -> Result<b
     }
     let c = &c;
     let family = coef.family(name).unwrap().to_string();
-    let video = coef.file.registry.get(&family).is_some_and(|e| e.video.is_some());
-    let (small, large) = pair(c, name, video);
+    let facts = coef.file.registry.get(&family).and_then(|e| e.video.as_ref());
+    let (small, large) = pair(c, name, facts);
     let env = EnvSnapshot::default();
     let pricer: &dyn Pricer = if own_only { &OwnRuleOnly(coef) } else { coef };
     let (Ok(a), Ok(b)) = (pricer.quote(&small, &env), pricer.quote(&large, &env)) else { return Ok(false) };
@@ -333,7 +337,14 @@ fn a_covering_tile_prices_as_no_tile() {
                     width: w,
                     height: h,
                     batch: 1,
-                    frames: if video { 49 } else { 1 },
+                    // 49 frames, or the shortest clip of at least 49 the family runs.
+                    frames: c
+                        .file
+                        .registry
+                        .get(&family)
+                        .and_then(|e| e.video.as_ref())
+                        .and_then(|v| v.clip_at_least(49, true))
+                        .unwrap_or(1),
                     temporal_tile: if video { Some(0) } else { None },
                     dtype: Some(Dtype::Bf16),
                     loaded_dtype: None,
@@ -357,9 +368,10 @@ fn a_covering_tile_prices_as_no_tile() {
                     .and_then(|e| e.video.as_ref())
                     .is_some_and(|v| v.takes_temporal_tile());
                 if walks_tiles {
-                    for tt in [49u32, 50, 99_999] {
+                    let clip = u32::try_from(q.frames).unwrap();
+                    for tt in [clip, clip + 1, 99_999] {
                         let long = c.quote(&Query { temporal_tile: Some(tt), ..q.clone() }, &env).unwrap();
-                        assert_eq!(long.bytes, untiled.bytes, "{source}: temporal tile {tt} of 49 frames ({name})");
+                        assert_eq!(long.bytes, untiled.bytes, "{source}: temporal tile {tt} of {clip} frames ({name})");
                         compared += 1;
                     }
                 }
@@ -531,8 +543,8 @@ fn the_python_package_answers_random_chains_like_the_cli() {
         let names = names(coef);
         let name = names[c.name % names.len()].clone();
         let family = coef.family(&name).unwrap().to_string();
-        let video = coef.file.registry.get(&family).is_some_and(|e| e.video.is_some());
-        let (small, large) = pair(&c, &name, video);
+        let facts = coef.file.registry.get(&family).and_then(|e| e.video.as_ref());
+        let (small, large) = pair(&c, &name, facts);
         queries.push(small);
         queries.push(large);
     }

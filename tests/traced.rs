@@ -302,7 +302,9 @@ fn every_video_family_answers_from_a_line_or_its_trace() {
             .unwrap_or_else(|| panic!("{family}: no traced decode"));
         let tt = shape["temporal_tile"].as_u64().unwrap().to_string();
         let walk = registry[family]["video"]["walk"].as_str().unwrap();
-        let mut args = vec![family.as_str(), "decode", "832x480", "--frames", "49", "--dtype", "bf16", "--os", "linux"];
+        let frames = crate::common::clip_at_least(&registry[family]["video"], "decode", 49).to_string();
+        let mut args =
+            vec![family.as_str(), "decode", "832x480", "--frames", frames.as_str(), "--dtype", "bf16", "--os", "linux"];
         if walk != "causal" {
             args.extend(["--temporal-tile", tt.as_str()]);
         }

@@ -43,6 +43,7 @@ fn model_name(label: &str) -> String {
 pub fn parse(text: &str, file: &str, ctx: &InvokeaiContext, registry: &Registry) -> Result<Rows> {
     let records: Value = serde_json::from_str(text)
         .map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))?;
+    crate::fsio::refuse_duplicate_keys(text, file)?;
     let records = records.as_array().ok_or_else(|| anyhow!("{file}:1: expected a JSON array of benchmark records"))?;
     let lines = record_lines(text);
     let shared_file = crate::text::Text::from(file);

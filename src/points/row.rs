@@ -309,12 +309,25 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
             })
             .transpose()
     };
-    let metadata = f
+    let metadata: BTreeMap<String, String> = f
         .unknown()
         .into_iter()
         .filter(|(_, v)| !v.trim().is_empty())
         .map(|(k, v)| (k.to_string(), v.trim().to_string()))
         .collect();
+    // A byte count kept beside the point (an observation's
+    // `reservation_bytes`) is one a pricer could have answered: a whole
+    // number of bytes within its range, never NaN, negative or 1e30.
+    for (k, v) in metadata.iter().filter(|(k, _)| k.ends_with("_bytes")) {
+        match parse_bytes_field(v) {
+            Ok(n) if n <= MAX_BYTES => {}
+            Ok(_) => return Err(anyhow::anyhow!(at.field_error(k, format!("'{v}' is above {MAX_BYTES} bytes")))),
+            Err(e) => {
+                let what = format!("'{}' is not a byte count ({e})", crate::text::escaped(v, 40));
+                return Err(anyhow::anyhow!(at.field_error(k, what)));
+            }
+        }
+    }
 
     let mut point = Point {
         id: Text::default(),
@@ -341,6 +354,18 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
         metadata,
     };
     point.id = match get(Col::Id) {
+        // The cell as given too: a tab before the `=` is trimmed away, and is a formula's start.
+        Some(id)
+            if crate::text::starts_like_formula(id)
+                || f.field(Col::Id).is_some_and(crate::text::starts_like_formula) =>
+        {
+            let what = format!(
+                "'{}' begins as a spreadsheet formula does (=, +, -, @, a tab or a carriage return): an id begins \
+                 with a letter or a digit",
+                crate::text::escaped(id, 40)
+            );
+            return Err(fail(Col::Id, what));
+        }
         Some(id) => Text::from(id),
         None => derived_id(&point),
     };

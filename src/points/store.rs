@@ -57,6 +57,9 @@ pub(super) fn parse_line(json: &str, file: &str, number: usize) -> Result<Point>
     };
     let p: Point = serde_json::from_str(json)
         .map_err(|e| anyhow!(InputError::at_line(file, number, format!("point '{}': {e}", raw_id()))))?;
+    if let Some((key, _)) = crate::fsio::duplicate_key(json) {
+        bail!(InputError::at_line(file, number, format!("point '{}': key '{key}' appears twice in one object", p.id)));
+    }
     let mut written = Vec::with_capacity(json.len());
     codec::write_point(&mut written, &p);
     if written != json.as_bytes() {
@@ -91,6 +94,7 @@ pub(super) fn ordered(prev: &Point, next: &Point, file: &str) -> Result<()> {
 pub(super) fn parse_whole(text: &str, file: &str, registry: &Registry) -> Result<Vec<Point>> {
     let raw: Value = serde_json::from_str(text)
         .map_err(|e| anyhow!(InputError::at_line(file, e.line(), format!("not valid JSON: {e}"))))?;
+    crate::fsio::refuse_duplicate_keys(text, file)?;
     let format = raw.get("format").and_then(Value::as_str).unwrap_or("");
     let version = raw.get("version").and_then(Value::as_u64).unwrap_or(0);
     if format != FORMAT || version != u64::from(VERSION) {

@@ -219,6 +219,11 @@ pub struct VideoFactsEntry {
     /// The host's default spatial tile (0: untiled).
     pub tile: Option<Count>,
     pub source: Said,
+    /// Clip lengths `p·n + e` (n ≥ 1) where they are not `temporal·n + 1`:
+    /// `[p, e]` (MiniMax-H3: `[17, 5]`).
+    pub clips: Option<[Positive; 2]>,
+    /// false where the decoder runs no single frame (default true).
+    pub decodes_single_frame: Option<bool>,
 }
 
 /// `[attention]`: where SDPA materialises the mid-block's S × S scores.

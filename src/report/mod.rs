@@ -154,14 +154,29 @@ fn escape_property(t: &str) -> String {
     escape_data(t).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// A markdown table.
+/// A markdown table; every cell through [`markdown_cell`].
 pub fn markdown_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut s =
         format!("| {} |\n|{}|\n", headers.join(" | "), headers.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
     for r in rows {
-        s.push_str(&format!("| {} |\n", r.join(" | ")));
+        let cells: Vec<String> = r.iter().map(|c| markdown_cell(c)).collect();
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     s
+}
+
+/// A cell as a Markdown table holds it whatever text it carries (a note,
+/// a reason, an id): a line break is a space and a `|` is escaped, so the
+/// table keeps its shape; text that begins as a spreadsheet formula does
+/// gets a leading apostrophe (`text::formula_safe`), but for a number and
+/// the `-` that stands for none.
+pub fn markdown_cell(cell: &str) -> String {
+    let flat = cell.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let unsigned = cell.trim_start_matches(['+', '-', '−']);
+    if cell == "-" || unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return flat;
+    }
+    crate::text::formula_safe(&flat).into_owned()
 }
 
 /// A value before and after a change: `a`, `a → b`, `a → -`, `b` or `-`.

@@ -14,8 +14,17 @@ use crate::registry::{VideoFacts, Walk};
 use crate::text::Text;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 
-/// Clip lengths every video check prices: one frame, a short and a long clip.
+/// Clip lengths every video check prices: one frame, a short and a long
+/// clip; each the shortest the family runs of at least that many frames
+/// (`clips`).
 const CLIPS: [u64; 4] = [1, 17, 33, 121];
+
+/// [`CLIPS`] as a family runs them for an op.
+fn clips(facts: &VideoFacts, op: Op) -> Vec<u64> {
+    let mut out: Vec<u64> = CLIPS.iter().filter_map(|f| facts.clip_at_least(*f, op == Op::Decode)).collect();
+    out.dedup();
+    out
+}
 
 /// A query for `key` at a size and clip, with the key's temporal tile.
 fn query(key: &LineKey, w: u64, h: u64, frames: u64, batch: u64) -> Query {
@@ -47,7 +56,9 @@ pub(super) fn own_lines(cx: &mut PricingCtx) {
         let want_rule = if s.kind == crate::lines::LineKind::Carried { Rule::CarriedLine } else { Rule::FittedLine };
         'sizes: for (w, h) in &grid {
             // A clip its temporal tile covers is the whole clip: another key.
-            for frames in CLIPS.into_iter().filter(|f| k.temporal_tile.is_none_or(|t| t == 0 || u64::from(t) < *f)) {
+            for frames in
+                clips(facts, k.op).into_iter().filter(|f| k.temporal_tile.is_none_or(|t| t == 0 || u64::from(t) < *f))
+            {
                 for batch in [1u64, 2] {
                     let r = run(k, *w, *h, frames, batch);
                     let (Some(x), Some(clip)) = (r.working_set(facts), r.clip_bytes(copies(cx.shipped, k.op))) else {
@@ -114,7 +125,7 @@ pub(super) fn estimate_floor(cx: &mut PricingCtx) {
                             continue; // its own line prices it (own_lines restates that)
                         }
                         for (w, h) in &grid {
-                            for frames in CLIPS {
+                            for frames in clips(facts, *op) {
                                 let r = run(&key, *w, *h, frames, 1);
                                 let priced = LineKey { temporal_tile: Some(r.temporal_tile), ..key.clone() };
                                 if own.contains(&priced) || own.contains(&LineKey { os: Os::Any, ..priced.clone() }) {

@@ -286,3 +286,22 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// The shortest clip of at least `wanted` frames a video family runs for
+/// `op`, from its registry entry in a coefficients file's JSON (`clips`,
+/// `temporal`, `decodes_single_frame`): a test asks for a length near the
+/// one it means, never one the pricer refuses.
+pub fn clip_at_least(video: &serde_json::Value, op: &str, wanted: u64) -> u64 {
+    let (step, offset, first) = match video.get("clips") {
+        Some(c) => (c[0].as_u64().unwrap(), c[1].as_u64().unwrap(), 1),
+        None => (video["temporal"].as_u64().unwrap(), 1, 0),
+    };
+    if wanted <= 1 && (op != "decode" || video["decodes_single_frame"] != false) {
+        return 1;
+    }
+    let start = step * first + offset;
+    if wanted <= start {
+        return start;
+    }
+    offset + (wanted - offset).div_ceil(step) * step
+}

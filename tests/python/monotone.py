@@ -56,11 +56,22 @@ def request():
     tile = min(tile, (1 << 32) - 8)
     q.update(model=family, width=w, height=h, batch=rng.randrange(1, 65), tile=tile)
     if video:
-        q["frames"] = rng.randrange(1, 2001)
+        q["frames"] = clip_at_least(family, q["op"], rng.randrange(1, 2001))
         r = rng.random()
         q["temporal_tile"] = (None if r < 0.2 else 0 if r < 0.4 else max(1, q["frames"] - rng.randrange(0, 5))
                               if r < 0.7 else rng.randrange(1, 2000))
     return q
+
+
+def clip_at_least(family, op, frames):
+    """The shortest clip of at least `frames` frames the family's VAE runs for `op`: any other count is refused
+    (the registry's `clips`, `temporal` and `decodes_single_frame`), so the generator draws only these."""
+    v = c.registry[family]["video"]
+    step, offset, first = (v["clips"][0], v["clips"][1], 1) if v.get("clips") else (v["temporal"], 1, 0)
+    if frames <= 1 and (op != "decode" or v.get("decodes_single_frame", True)):
+        return 1
+    start = step * first + offset
+    return start if frames <= start else offset + -(-(frames - offset) // step) * step
 
 
 def grown(q):
@@ -72,7 +83,7 @@ def grown(q):
     elif what == "batch":
         g["batch"] = min(64, g["batch"] + step % 64)
     elif what == "frames" and "frames" in g:
-        g["frames"] = min(2000, g["frames"] + step % 2000)
+        g["frames"] = clip_at_least(g["model"], g["op"], min(2000, g["frames"] + step % 2000))
     elif what == "tile" and g["tile"]:
         g["tile"] = 0 if rng.random() < 0.2 else min((1 << 32) - 8, g["tile"] + 8 * step)
     elif what == "temporal_tile" and g.get("temporal_tile"):

@@ -151,6 +151,82 @@ pub fn writes_exactly<T: serde::Serialize>(value: &T, bytes: &[u8]) -> Result<bo
     Ok(c.same && c.rest == b"\n")
 }
 
+/// The first key that appears twice in one JSON object of `text`, with
+/// the line it appears again on. serde (into a map or a `Value`) keeps the
+/// last of two and says nothing, so every loader of a JSON file asks this
+/// first and refuses such a file with the key and the line (docs/cli.md,
+/// "Hostile input"). Keys compare as JSON decodes them (`"a"` and
+/// `"\u0061"` are one key). Text that is not JSON gives None: the parser
+/// that follows says what is wrong with it.
+pub fn duplicate_key(text: &str) -> Option<(String, u64)> {
+    use std::collections::HashSet;
+    enum Frame<'a> {
+        Object { keys: HashSet<std::borrow::Cow<'a, str>>, expect_key: bool },
+        Array,
+    }
+    let b = text.as_bytes();
+    let (mut stack, mut line, mut i) = (Vec::<Frame>::new(), 1u64, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'\n' => line += 1,
+            b'{' => stack.push(Frame::Object { keys: HashSet::new(), expect_key: true }),
+            b'[' => stack.push(Frame::Array),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => {
+                if let Some(Frame::Object { expect_key, .. }) = stack.last_mut() {
+                    *expect_key = true;
+                }
+            }
+            b':' => {
+                if let Some(Frame::Object { expect_key, .. }) = stack.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b'"' => {
+                let start = i;
+                let mut escaped = false;
+                i += 1;
+                while i < b.len() && (b[i] != b'"' || escaped) {
+                    escaped = !escaped && b[i] == b'\\';
+                    i += 1;
+                }
+                let raw = text.get(start..=i.min(b.len() - 1))?;
+                if let Some(Frame::Object { keys, expect_key: true }) = stack.last_mut() {
+                    let key: std::borrow::Cow<str> = if raw.contains('\\') {
+                        serde_json::from_str::<String>(raw).ok()?.into()
+                    } else {
+                        raw.get(1..raw.len().saturating_sub(1))?.into()
+                    };
+                    if !keys.insert(key.clone()) {
+                        return Some((key.into_owned(), line));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// [`duplicate_key`] as a refusal naming the file, the line and the key.
+pub fn refuse_duplicate_keys(text: &str, file: &str) -> Result<()> {
+    match duplicate_key(text) {
+        None => Ok(()),
+        Some((key, line)) => Err(InputError::at_line(
+            file,
+            line,
+            format!(
+                "key '{}' appears twice in one object: refused (a reader would keep one of the two without a word)",
+                crate::text::escaped(&key, 80)
+            ),
+        )
+        .into()),
+    }
+}
+
 /// A path as shown to people: without a leading `./`.
 pub fn shown(p: &Path) -> String {
     let s = p.display().to_string();
@@ -159,3 +235,23 @@ pub fn shown(p: &Path) -> String {
 
 /// The input error type lives with the runtime's error (`crate::error`).
 pub use crate::error::InputError;
+
+#[cfg(test)]
+mod tests {
+    use super::duplicate_key;
+
+    #[test]
+    fn a_key_twice_in_one_object_is_found_with_its_line() {
+        assert_eq!(duplicate_key("{\"a\": 1, \"b\": 2}"), None);
+        assert_eq!(duplicate_key("{\"a\": 1,\n \"a\": 2}"), Some(("a".into(), 2)));
+        // The same key in two objects, or as a value, is no duplicate.
+        assert_eq!(duplicate_key("[{\"a\": 1}, {\"a\": \"a\"}]"), None);
+        assert_eq!(duplicate_key("{\"x\": {\"a\": 1}, \"a\": {\"a\": 2}}"), None);
+        // Nested, escaped, after a string holding braces and quotes.
+        assert_eq!(
+            duplicate_key("{\"s\": \"{\\\"a\\\": }\", \"m\": {\"k\": 1, \"\\u006b\": 2}}"),
+            Some(("k".into(), 1))
+        );
+        assert_eq!(duplicate_key("{\"a\\\\\": 1, \"a\\\\\": 2}"), Some(("a\\".into(), 1)));
+    }
+}

@@ -67,10 +67,18 @@ impl VaeEntry {
             if v.walk != Walk::All && v.frames == 0 {
                 return Some(("video.frames", v.frames, "a 'tiles' or 'causal' walk steps by it: at least 1"));
             }
+            if let Some([p, _]) = v.clips.filter(|[p, e]| *p == 0 || *e == 0) {
+                let (field, value) = if p == 0 { ("video.clips[0]", p) } else { ("video.clips[1]", 0) };
+                return Some((field, value, "a clip length's step and offset: at least 1"));
+            }
         }
         None
     }
 }
+
+/// The longest family or model name a registry holds and a query may
+/// give, bytes: the shipped names are under 40.
+pub const MAX_NAME_BYTES: usize = 128;
 
 /// The largest output pixels per latent pixel a mid-block may declare
 /// (the policy's bound, `policy::document::MidBlockEntry`).
@@ -184,9 +192,83 @@ pub struct VideoFacts {
     pub tile: u32,
     /// Where the facts come from.
     pub source: String,
+    /// The clip lengths past one frame where they are not `temporal·n + 1`:
+    /// `[p, e]` takes `p·n + e` frames, n ≥ 1 (MiniMax-H3's encoder takes
+    /// 17-frame clips and drops 3 latent frames: 17n + 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clips: Option<[u64; 2]>,
+    /// Whether the decoder runs on one frame (MiniMax-H3's makes no chunk of
+    /// one latent frame: an image is encoded, never decoded).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub decodes_single_frame: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
+}
+
+/// A frame count a family's VAE cannot run, and the nearest counts it can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffGrammar {
+    /// The lengths it takes, as words: `4n + 1`, `17n + 5 (n ≥ 1) or 1`.
+    pub grammar: String,
+    pub below: Option<u64>,
+    pub above: Option<u64>,
 }
 
 impl VideoFacts {
+    /// The clip lengths as `(step, offset, first)`: every `step·n + offset`
+    /// frames with n ≥ `first`, besides a single frame.
+    fn lengths(&self) -> (u64, u64, u64) {
+        match self.clips {
+            Some([p, e]) => (p.max(1), e, 1),
+            None => (self.temporal.max(1), 1, 0),
+        }
+    }
+
+    /// Whether the VAE runs a clip of `frames` frames for this op (`decode`
+    /// or not): one frame (unless its decoder needs a clip), or a length of
+    /// its grammar; otherwise the grammar and the nearest lengths it runs.
+    /// Checked arithmetic throughout: any u64 is answered.
+    pub fn frame_count(&self, frames: u64, decode: bool) -> Result<(), OffGrammar> {
+        let single = !decode || self.decodes_single_frame;
+        let (step, offset, first) = self.lengths();
+        let start = step.saturating_mul(first).saturating_add(offset);
+        let on_grammar = frames >= start && (frames - offset).is_multiple_of(step);
+        if (frames == 1 && single) || (frames > 1 && on_grammar) {
+            return Ok(());
+        }
+        // The largest grammar length at or below `frames`, when one is.
+        let floor = (frames > start).then(|| offset + (frames - offset) / step * step);
+        let below = floor.or_else(|| (single && frames > 1).then_some(1));
+        let above = match floor {
+            Some(g) => g.checked_add(step),
+            None => Some(start),
+        };
+        let mut grammar = format!("{step}n + {offset}");
+        if first > 0 {
+            grammar.push_str(&format!(" (n ≥ {first})"));
+        }
+        if single && first > 0 {
+            grammar.push_str(" or 1");
+        }
+        Err(OffGrammar { grammar, below, above })
+    }
+
+    /// The shortest clip of at least `wanted` frames the VAE runs for this
+    /// op (None past what a u64 holds): how a check or a plan picks a clip
+    /// length near the one it has in mind.
+    pub fn clip_at_least(&self, wanted: u64, decode: bool) -> Option<u64> {
+        match self.frame_count(wanted.max(1), decode) {
+            Ok(()) => Some(wanted.max(1)),
+            Err(off) => off.above,
+        }
+    }
+
     /// The temporal tile a query means: the one it names, else the
     /// walk's default (`tiles`: the host's tile; otherwise 0).
     pub fn temporal_tile(&self, asked: Option<u32>) -> u32 {
@@ -365,6 +447,45 @@ mod tests {
 
     fn distance(a: &str, b: &str) -> usize {
         edit_distance(&a.chars().collect::<Vec<_>>(), &b.chars().collect::<Vec<_>>())
+    }
+
+    fn facts(temporal: u64, clips: Option<[u64; 2]>, decodes_single_frame: bool) -> super::VideoFacts {
+        super::VideoFacts {
+            spatial: 8,
+            temporal,
+            walk: super::Walk::All,
+            frames: 0,
+            overlap: 0,
+            tile: 0,
+            source: String::new(),
+            clips,
+            decodes_single_frame,
+        }
+    }
+
+    #[test]
+    fn frame_counts_off_the_grammar_name_the_nearest_ones() {
+        let wan = facts(4, None, true);
+        for ok in [1, 5, 17, 81, 4 * (u64::MAX / 4) + 1] {
+            assert_eq!(wan.frame_count(ok, true), Ok(()), "{ok}");
+        }
+        let e = wan.frame_count(18, true).unwrap_err();
+        assert_eq!((e.grammar.as_str(), e.below, e.above), ("4n + 1", Some(17), Some(21)));
+        assert_eq!(wan.frame_count(2, false).unwrap_err().below, Some(1));
+        // Past the last length a u64 holds: no length above.
+        assert_eq!(wan.frame_count(u64::MAX, true).unwrap_err().above, None);
+        let minimax = facts(4, Some([17, 5]), false);
+        for ok in [22, 39, 90, 243] {
+            assert_eq!(minimax.frame_count(ok, true), Ok(()), "{ok}");
+        }
+        // One frame: encoded, never decoded.
+        assert_eq!(minimax.frame_count(1, false), Ok(()));
+        let e = minimax.frame_count(1, true).unwrap_err();
+        assert_eq!((e.below, e.above), (None, Some(22)));
+        let e = minimax.frame_count(10, false).unwrap_err();
+        assert_eq!((e.grammar.as_str(), e.below, e.above), ("17n + 5 (n ≥ 1) or 1", Some(1), Some(22)));
+        let e = minimax.frame_count(91, true).unwrap_err();
+        assert_eq!((e.below, e.above), (Some(90), Some(107)));
     }
 
     #[test]

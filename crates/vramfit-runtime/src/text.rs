@@ -203,6 +203,16 @@ impl schemars::JsonSchema for Text {
 
 /// A value a user supplied, as it may be shown: control characters escaped
 /// (`\u{1b}`), cut to `max` characters with the count of the rest.
+/// The most characters of a value a refusal quotes (a name, a spelling):
+/// a value longer than any the vocabularies hold is shown by its start and
+/// its length, never whole.
+pub const QUOTED: usize = 64;
+
+/// A value as a refusal quotes it: [`escaped`] to [`QUOTED`] characters.
+pub fn quoted(value: &str) -> String {
+    escaped(value, QUOTED)
+}
+
 pub fn escaped(value: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in value.chars().enumerate() {

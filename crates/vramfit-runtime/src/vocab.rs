@@ -17,7 +17,7 @@ pub struct UnknownSpelling {
 impl fmt::Display for UnknownSpelling {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at: [(&str, &dyn fmt::Display); 3] =
-            [("what", &self.what), ("given", &self.given), ("accepted", &self.accepted)];
+            [("what", &self.what), ("given", &crate::text::quoted(&self.given)), ("accepted", &self.accepted)];
         f.write_str(&crate::words::UNKNOWN_SPELLING.fill(&at))
     }
 }

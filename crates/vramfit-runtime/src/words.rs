@@ -49,6 +49,8 @@ words! {
     UNKNOWN_SPELLING = "unknown {what} '{given}' (accepted: {accepted})";
     /// A model or family the file does not register.
     UNKNOWN_MODEL = "unknown vae or model '{name}' (known: {known})";
+    /// A name longer than any a registry holds.
+    NAME_TOO_LONG = "vae or model name '{name}': longer than any registered name (at most {most} bytes)";
     /// … and one a typo away from a registered name.
     UNKNOWN_MODEL_GUESS = "unknown vae or model '{name}': did you mean '{guess}'? (families: {families})";
     TILE_STEP = "--tile {tile}: a tile is a multiple of {step} pixels (one latent pixel of an 8x VAE), e.g. {below} or {above}";
@@ -64,6 +66,8 @@ words! {
     NO_TILING_HOSTS = "--host {host}: these coefficients declare no tiling hosts";
     UNKNOWN_HOST = "--host {host}: not a host these coefficients know (known: {known})";
     FRAMES_POSITIVE = "--frames must be positive";
+    /// A clip length the family's VAE does not run.
+    FRAMES_OFF_GRAMMAR = "--frames {frames}: '{family}' {op}s clips of {grammar} frames, not {frames}; the nearest it {op}s: {nearest}";
     BATCH_POSITIVE = "--batch must be at least 1";
     NO_VIDEO_PRICE = "no line, no declared estimate and no legacy value for {key}";
     NO_IMAGE_PRICE = "no coefficient line for {key} and no legacy value: nothing measured for {vae}/{op}/tile {tile}/{dtype} and the legacy table has no element size for {dtype}";

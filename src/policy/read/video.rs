@@ -22,6 +22,8 @@ impl Place<'_> {
             // A Count is at most 10^6: a tile edge fits.
             tile: v.tile.map_or(0, |t| t.0 as u32),
             source: v.source.0,
+            clips: v.clips.map(|[p, e]| [p.0, e.0]),
+            decodes_single_frame: v.decodes_single_frame.unwrap_or(true),
         };
         if facts.walk != Walk::All && facts.frames == 0 {
             let what = format!("frames: a '{}' walk needs its frames (above 0)", facts.walk.as_str());

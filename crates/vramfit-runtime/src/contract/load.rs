@@ -45,6 +45,8 @@ pub fn parse(text: &str, file: &str) -> Result<CoefficientsFile> {
 
 /// [`parse`] for a caller that has already read the text as JSON (`raw`).
 pub fn parse_read(text: &str, raw: &serde_json::Value, file: &str) -> Result<CoefficientsFile> {
+    // `raw` kept the last of a key given twice; the text says it was twice.
+    crate::io::refuse_duplicate_keys(text, file)?;
     if let Some(m) = version_mismatch(raw, file) {
         crate::error::refuse!("{m} (re-run `vramfit emit` with this version)");
     }
@@ -160,6 +162,16 @@ fn validate(f: &CoefficientsFile, file: &str) -> Result<()> {
             ));
         }
         for name in std::iter::once(family).chain(&entry.models) {
+            if name.len() > crate::registry::MAX_NAME_BYTES {
+                crate::error::refuse!(InputError::in_file(
+                    file,
+                    format!(
+                        "registry: '{}' is longer than a name may be ({} bytes)",
+                        crate::text::quoted(name),
+                        crate::registry::MAX_NAME_BYTES
+                    )
+                ));
+            }
             if let Some(other) = names.insert(name.to_ascii_lowercase(), family) {
                 crate::error::refuse!(InputError::in_file(
                     file,

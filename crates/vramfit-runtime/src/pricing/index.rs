@@ -176,6 +176,12 @@ impl Coefficients {
     /// [`Registry::resolve`] answers, from the index built once.
     pub(super) fn family_text(&self, name: &str) -> Result<&crate::text::Text> {
         let n = name.trim();
+        // Longer than any name: refused by its start and length, before the
+        // typo search (whose cost grows with the name's length).
+        if n.len() > crate::registry::MAX_NAME_BYTES {
+            crate::error::refuse!(crate::words::NAME_TOO_LONG
+                .fill(&[("name", &crate::text::quoted(n)), ("most", &crate::registry::MAX_NAME_BYTES)]));
+        }
         let found = if n.bytes().any(|b| b.is_ascii_uppercase()) {
             self.names.get(&n.to_ascii_lowercase())
         } else {
@@ -193,12 +199,13 @@ impl Coefficients {
                 Some(guess) => {
                     let families = self.registry.0.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
                     crate::words::UNKNOWN_MODEL_GUESS.fill(&[
-                        ("name", &name),
+                        ("name", &crate::text::quoted(name)),
                         ("guess", &guess),
                         ("families", &families),
                     ])
                 }
-                None => crate::words::UNKNOWN_MODEL.fill(&[("name", &name), ("known", &self.registry().describe())]),
+                None => crate::words::UNKNOWN_MODEL
+                    .fill(&[("name", &crate::text::quoted(name)), ("known", &self.registry().describe())]),
             };
             crate::error::refused!(words)
         })

@@ -153,6 +153,31 @@ impl Coefficients {
         Ok(Some(facts.key_temporal_tile(q.temporal_tile, q.frames)))
     }
 
+    /// A video query's frame count held to its family's grammar
+    /// (`VideoFacts::frame_count`): a count the VAE cannot run (off
+    /// `k·t + 1`, or one frame where its decoder needs a clip) is refused
+    /// with the nearest counts it runs, on every surface (docs/video.md).
+    pub(super) fn check_frames(&self, q: &Query) -> Result<()> {
+        let family = self.family_text(&q.vae)?;
+        let Some(facts) = self.registry.video(family) else { return Ok(()) };
+        if q.frames == 0 {
+            crate::error::refuse!(words::FRAMES_POSITIVE.text);
+        }
+        let Err(off) = facts.frame_count(q.frames, q.op == crate::vocab::Op::Decode) else { return Ok(()) };
+        let nearest = match (off.below, off.above) {
+            (Some(b), Some(a)) => format!("{b} or {a}"),
+            (Some(n), None) | (None, Some(n)) => n.to_string(),
+            (None, None) => "none".into(),
+        };
+        crate::error::refuse!(words::FRAMES_OFF_GRAMMAR.fill(&[
+            ("frames", &q.frames),
+            ("family", family),
+            ("op", &q.op.as_str()),
+            ("grammar", &off.grammar),
+            ("nearest", &nearest),
+        ]))
+    }
+
     fn growth(&self, family: &str, run: Dtype, loaded: Dtype) -> Result<u64> {
         if run.elem_bytes() <= loaded.elem_bytes() {
             return Ok(0);

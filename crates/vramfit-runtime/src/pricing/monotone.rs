@@ -29,6 +29,9 @@ impl Coefficients {
     /// A query priced by its own rules, then raised to the price of the
     /// highest smaller request it contains, where one prices higher.
     pub(super) fn settle(&self, q: &Query, env: &EnvSnapshot) -> Result<Settled<'_>> {
+        // The query asked runs a clip its VAE takes; its corners (the clip
+        // cut to one temporal tile) are requests inside it, not clips of their own.
+        self.check_frames(q)?;
         let mut own = self.settle_one(q, env)?;
         let mut best: Option<(Query, Settled<'_>)> = None;
         for corner in self.corners(q, &own) {

@@ -24,7 +24,9 @@ impl Coefficients {
             Some((n, h)) => Ok(Some((n.as_str(), h, given))),
             None => {
                 let known = t.hosts.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
-                crate::error::refuse!(crate::words::UNKNOWN_HOST.fill(&[("host", &name), ("known", &known)]))
+                crate::error::refuse!(
+                    crate::words::UNKNOWN_HOST.fill(&[("host", &crate::text::quoted(name)), ("known", &known)])
+                )
             }
         }
     }
