@@ -4,7 +4,7 @@
 //! and write the store under the root's lock. `commands::ingest` only
 //! hands its options in and its report out.
 
-use crate::points::csv_input::read_csv;
+use crate::points::csv_input::{read_csv_keeping, Keep};
 use crate::points::invokeai::{self, InvokeaiContext};
 use crate::points::merge::{merge, RowFate};
 use crate::points::row::Rows;
@@ -73,6 +73,7 @@ pub fn open_inputs(opts: &IngestOptions) -> Result<Vec<(String, Input)>> {
 pub fn read_rows(
     inputs: Vec<(String, Input)>,
     from: &InputFormat,
+    keep: Keep,
     registry: &crate::registry::Registry,
     progress: &dyn Progress,
 ) -> Result<(Rows, Vec<(String, usize)>)> {
@@ -81,11 +82,13 @@ pub fn read_rows(
     for (name, input) in inputs {
         let mut rows = match (from, input) {
             // Standard input is a pipe: its length is not known up front.
-            (InputFormat::Csv, Input::Stdin) => read_csv(&mut std::io::stdin(), 0, &name, registry, progress)?,
+            (InputFormat::Csv, Input::Stdin) => {
+                read_csv_keeping(&mut std::io::stdin(), 0, &name, registry, keep, progress)?
+            }
             (InputFormat::Csv, Input::File(mut file)) => {
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
                 let mut r = std::io::BufReader::with_capacity(1 << 16, &mut file);
-                read_csv(&mut r, len, &name, registry, progress)?
+                read_csv_keeping(&mut r, len, &name, registry, keep, progress)?
             }
             (InputFormat::InvokeaiBenchmark(ctx), input) => {
                 // Read at most one byte past the limit, so a huge file (or
@@ -131,7 +134,7 @@ pub fn ingest(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Res
     // waiting on input.
     let inputs = open_inputs(opts)?;
     let (early, later) = if inputs.iter().any(|(_, i)| matches!(i, Input::Stdin)) {
-        (Some(read_rows(inputs, &opts.from, &policy.registry, progress)), Vec::new())
+        (Some(read_rows(inputs, &opts.from, Keep::All, &policy.registry, progress)), Vec::new())
     } else {
         (None, inputs)
     };
@@ -143,7 +146,7 @@ pub fn ingest(root: &Path, opts: &IngestOptions, progress: &dyn Progress) -> Res
     let (stored, per_file) = crate::par::join(
         true,
         || ws.points(&policy),
-        || early.unwrap_or_else(|| read_rows(later, &opts.from, &policy.registry, progress)),
+        || early.unwrap_or_else(|| read_rows(later, &opts.from, Keep::All, &policy.registry, progress)),
     );
     let (all, sizes) = per_file?;
     if !opts.allow_simulated {

@@ -816,3 +816,41 @@ fn the_shipped_frame_grammar_is_the_harness_configs() {
         assert_eq!(video["decodes_single_frame"] == false, no_single, "{family}: one-frame decode");
     }
 }
+
+/// `report --observed` on more rows than it lists: the under-reserved and
+/// refused rows are counted whole and listed to `SHOWN`, the worst first.
+#[test]
+fn report_observed_counts_every_row_and_lists_a_bounded_few() {
+    let root = scratch_of(&data_root());
+    let rows = root.path().join("rows.csv");
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("benches/observed_rows.py"))
+        .args(["400"])
+        .arg(&rows)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = vramfit()
+        .arg("--root")
+        .arg(root.path())
+        .args(["--format", "json", "report", "--observed"])
+        .arg(&rows)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr_of(&out));
+    let r = json_of(&out);
+    let shown = vramfit::observed::SHOWN;
+    let under = r["under"].as_array().unwrap();
+    let under_rows = r["under_rows"].as_u64().unwrap() as usize;
+    assert!(under_rows > shown, "the fixture's rows under-reserve more than are shown: {under_rows}");
+    assert_eq!(under.len(), shown);
+    assert_eq!(r["covered"].as_u64().unwrap() as usize + under_rows, 400, "{}", r["covered"]);
+    // The worst first: demand / reservation never rises down the list.
+    let ratio = |u: &serde_json::Value| u["demand_bytes"].as_f64().unwrap() / u["reserved_bytes"].as_f64().unwrap();
+    assert!(under.windows(2).all(|w| ratio(&w[0]) >= ratio(&w[1])));
+    assert!(r["refused"].as_array().unwrap().len() <= shown);
+    assert!(r["refused_rows"].as_u64().unwrap() as usize >= r["refused"].as_array().unwrap().len());
+    for c in r["changes"].as_array().unwrap() {
+        assert!(c["rows"].as_array().unwrap().len() <= shown.min(c["row_count"].as_u64().unwrap() as usize));
+    }
+}

@@ -450,7 +450,8 @@ fn report_observed_names_the_rows_the_policy_would_refuse() {
     // Once ingested, the rows are stored: sent again, they add nothing and change no line.
     assert_eq!(ingest_simulated(dir.path(), &file).status.code(), Some(0));
     let again = report_simulated(dir.path(), &file);
-    let r: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let r: Value =
+        serde_json::from_slice(&again.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&again.stderr)));
     assert_eq!(r["stored"], 2, "{r}");
     assert!(r["changes"].as_array().unwrap().is_empty(), "{r}");
 }

@@ -125,8 +125,16 @@ fn a_csv_read_in_small_chunks_gives_the_same_rows_lines_and_errors() {
         // Chunks that cut inside the BOM, the header, a CR LF pair and rows.
         for chunk in [1, 2, 3, 5, 64, 1000, 4096] {
             let read = |t: &str, len: u64| {
-                csv_input::read_csv_in_chunks(&mut t.as_bytes(), len, "s.csv", &registry, chunk, &Silent)
-                    .map_err(|e| e.to_string())
+                csv_input::read_csv_in_chunks(
+                    &mut t.as_bytes(),
+                    len,
+                    "s.csv",
+                    &registry,
+                    chunk,
+                    csv_input::Keep::All,
+                    &Silent,
+                )
+                .map_err(|e| e.to_string())
             };
             // With the length known, and unknown (a pipe).
             for len in [text.len() as u64, 0] {
@@ -139,8 +147,16 @@ fn a_csv_read_in_small_chunks_gives_the_same_rows_lines_and_errors() {
     }
     // Only blank lines: an empty file, at any chunk size.
     for chunk in [1, 4, 4096] {
-        let e =
-            csv_input::read_csv_in_chunks(&mut &b"\n \r\n\t\n"[..], 0, "e.csv", &registry, chunk, &Silent).unwrap_err();
+        let e = csv_input::read_csv_in_chunks(
+            &mut &b"\n \r\n\t\n"[..],
+            0,
+            "e.csv",
+            &registry,
+            chunk,
+            csv_input::Keep::All,
+            &Silent,
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("e.csv:1: empty file"), "{e}");
     }
 }

@@ -77,5 +77,6 @@ __version__ = RUNTIME_VERSION
 FORMAT = VERSION
 
 #: Every ``Refusal.code``: ``refused`` (the query cannot be priced as asked), ``too-large`` (past 64 bits of
-#: bytes), ``budget`` (a budget the plan cannot be given), ``file`` (the coefficients file), ``overflow``.
+#: bytes), ``budget`` (a budget the plan cannot be given), ``file`` (the coefficients file), ``overflow``, ``internal``
+#: (a bug in vramfit: a panic caught at the boundary).
 REFUSAL_CODES: Tuple[str, ...] = tuple(refusal_codes())

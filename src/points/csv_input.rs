@@ -43,8 +43,32 @@ pub fn read_csv(
     registry: &Registry,
     progress: &dyn Progress,
 ) -> Result<Rows> {
+    read_csv_keeping(r, len, file, registry, Keep::All, progress)
+}
+
+/// What of each row a reader keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The whole point (what `ingest` stores).
+    All,
+    /// The point without its metadata, never built (what `report
+    /// --observed` prices and fits: a host's 10⁶ observed rows carry ten
+    /// columns it never shows). Each row is still checked whole, so a row
+    /// `ingest` refuses is refused.
+    Fit,
+}
+
+/// [`read_csv`], keeping what `keep` says.
+pub fn read_csv_keeping(
+    r: &mut (dyn Read + Send),
+    len: u64,
+    file: &str,
+    registry: &Registry,
+    keep: Keep,
+    progress: &dyn Progress,
+) -> Result<Rows> {
     progress.start(file, len, Unit::Bytes);
-    let rows = read_csv_in_chunks(r, len, file, registry, CHUNK, progress);
+    let rows = read_csv_in_chunks(r, len, file, registry, CHUNK, keep, progress);
     progress.finish();
     rows
 }
@@ -58,6 +82,7 @@ pub fn read_csv_in_chunks(
     file: &str,
     registry: &Registry,
     chunk: usize,
+    keep: Keep,
     progress: &dyn Progress,
 ) -> Result<Rows> {
     let mut input = Input { r, file, at_end: false, chunk: chunk.max(1), read: 0 };
@@ -98,8 +123,10 @@ pub fn read_csv_in_chunks(
     let shared_file = Text::from(file);
     let mut rows = Rows::default();
     // Each part's rows are parsed into a list kept from chunk to chunk:
-    // fresh lists per chunk faulted their pages in again every time.
-    let mut spare: Vec<Rows> = Vec::new();
+    // fresh lists per chunk faulted their pages in again every time. Its
+    // interners are kept too, so a value rows repeat across chunks (a
+    // host's reservation for a size it decodes again) is one allocation.
+    let mut spare: Vec<(Rows, Interners)> = Vec::new();
     loop {
         let cut = input.cut(&mut buf, line)?;
         let rest = buf.split_off(cut);
@@ -109,22 +136,22 @@ pub fn read_csv_in_chunks(
         let (read, (parts, next_line)) = crate::par::join(
             !last,
             || input.fill(&mut buf),
-            || parse_chunk(&this, line, &header, &shared_file, file, registry, std::mem::take(&mut spare)),
+            || parse_chunk(&this, line, &header, &shared_file, file, registry, keep, std::mem::take(&mut spare)),
         );
         consumed += this.len() as u64;
         progress.advance(this.len() as u64);
         // The first error in file order; then the chunk's rows, room made
         // once for all of them (at the rate of the whole chunk).
         let mut checked = Vec::with_capacity(parts.len());
-        for (part, parsed) in parts {
+        for (part, texts, parsed) in parts {
             parsed?;
-            checked.push(part);
+            checked.push((part, texts));
         }
-        let more = checked.iter().map(Rows::len).sum();
+        let more = checked.iter().map(|(r, _)| r.len()).sum();
         reserve_for(&mut rows, more, this.len(), len.saturating_sub(consumed));
-        for mut part in checked {
+        for (mut part, texts) in checked {
             rows.append(&mut part);
-            spare.push(part);
+            spare.push((part, texts));
         }
         read?;
         line = next_line;
@@ -146,14 +173,18 @@ fn parse_chunk(
     shared_file: &Text,
     file: &str,
     registry: &Registry,
-    spare: Vec<Rows>,
-) -> (Vec<(Rows, Result<()>)>, u64) {
+    keep: Keep,
+    spare: Vec<(Rows, Interners)>,
+) -> (Vec<(Rows, Interners, Result<()>)>, u64) {
     let mut spare = spare.into_iter();
     let (parts, next_line) = split_at_lines(chunk, first);
-    let jobs: Vec<_> = parts.into_iter().map(|p| (p, spare.next().unwrap_or_default())).collect();
-    let parsed = crate::par::map(jobs, |((part, first), mut rows)| {
-        let parsed = read_rows(part, first, header, shared_file, file, registry, &mut rows);
-        (rows, parsed)
+    let jobs: Vec<_> = parts
+        .into_iter()
+        .map(|p| (p, spare.next().unwrap_or_else(|| (Rows::default(), Interners::keeping_metadata(keep == Keep::All)))))
+        .collect();
+    let parsed = crate::par::map(jobs, |((part, first), (mut rows, mut texts))| {
+        let parsed = read_rows(part, first, header, shared_file, file, registry, &mut texts, &mut rows);
+        (rows, texts, parsed)
     });
     (parsed, next_line)
 }
@@ -253,10 +284,13 @@ fn read_rows(
     shared_file: &Text,
     file: &str,
     registry: &Registry,
+    texts: &mut Interners,
     rows: &mut Rows,
 ) -> Result<()> {
-    let mut texts = Interners::default();
-    rows.reserve((part.len() / 128).saturating_sub(rows.points.capacity() - rows.len()));
+    // Room for the part's lines (at most one row each), counted: an
+    // estimate from its bytes over-reserved long rows fourfold.
+    let lines = memchr::memchr_iter(b'\n', part).count() + 1;
+    rows.reserve(lines.saturating_sub(rows.points.capacity() - rows.len()));
     for (line, raw, _) in physical_lines(part, first).filter(|(_, l, _)| !blank(l)) {
         let values = split_fields(line_text(raw, file, line)?, file, line, Some(&header.names))?;
         if values.len() != header.names.len() {
@@ -267,7 +301,12 @@ fn read_rows(
             ));
         }
         let origin = RowOrigin { file: shared_file.clone(), line };
-        let point = row_to_point(&CsvRow { header, values }, &origin, registry, &mut texts)?;
+        // A line of printable ASCII (and tabs) no longer than a field may be
+        // holds no field `field_problem` refuses: one pass over the line
+        // instead of one per field.
+        let plain = raw.len() <= super::row::MAX_FIELD_BYTES
+            && !raw.iter().fold(false, |odd, b| odd | ((*b < 0x20 || *b > 0x7e) & (*b != b'\t')));
+        let point = row_to_point(&CsvRow { header, values, plain }, &origin, registry, texts)?;
         rows.push(point, origin);
     }
     Ok(())
@@ -489,6 +528,9 @@ impl Header {
                 None => unknown.push(i),
             }
         }
+        // By name: a point's metadata is kept sorted, so rows hand it over
+        // in that order and no row sorts its own.
+        unknown.sort_by(|a, b| names[*a].cmp(&names[*b]));
         Header { names, known, unknown }
     }
 }
@@ -498,9 +540,19 @@ impl Header {
 struct CsvRow<'a> {
     header: &'a Header,
     values: Vec<std::borrow::Cow<'a, str>>,
+    /// The raw line is printable ASCII within a field's bound.
+    plain: bool,
 }
 
 impl Row for CsvRow<'_> {
+    fn plain(&self) -> bool {
+        self.plain
+    }
+
+    fn unknown_sorted(&self) -> bool {
+        true
+    }
+
     fn field(&self, column: Col) -> Option<&str> {
         self.header.known[column as usize].and_then(|i| self.values.get(i)).map(|v| v.as_ref())
     }

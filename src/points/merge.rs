@@ -38,56 +38,198 @@ pub struct Merged {
 pub fn merge(stored: Vec<Point>, rows: Rows) -> Result<Merged> {
     let Rows { points: mut rows, origins } = rows;
     keep_legacy_derived_ids(&stored, &mut rows);
-    // Input positions sorted by (id, position): equal ids sit together, first given first.
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|a, b| rows[*a].id.cmp(&rows[*b].id).then(a.cmp(b)));
-    check_conflicts(&stored, &rows, &origins, &order)?;
-    let repeats = repeated_rows(&rows, &origins, &order);
+    // Input positions sorted by (id, position): equal ids sit together,
+    // first given first; `again[k]`: the kth in that order repeats the id
+    // before it. The rows are then put in that order, in place, so every
+    // walk below reads them front to back.
+    let (order, again) = order_by_id(&rows);
+    permute(&mut rows, &order);
+    // One walk over the sorted rows and the stored points: for each run of
+    // one id, the stored point of that id, if any.
+    let stored_of = stored_of_runs(&stored, &rows, &again);
+    check_conflicts(&stored, &rows, &origins, &order, &again, &stored_of)?;
+    let repeats = repeated_rows(&rows, &origins, &order, &again);
     drop(origins);
 
+    // A row is added when its id is new to the store and it leads its run.
     let mut fates = vec![RowFate::Unchanged; rows.len()];
-    let mut s = 0;
+    let mut keep = Vec::with_capacity(rows.len());
     for (k, &i) in order.iter().enumerate() {
-        let id = &rows[i].id;
-        let repeat = k > 0 && rows[order[k - 1]].id == *id;
-        while s < stored.len() && stored[s].id < *id {
-            s += 1;
-        }
-        let is_stored = stored.get(s).is_some_and(|p| p.id == *id);
-        if !repeat && !is_stored {
+        let added = !again[k] && stored_of[k].is_none();
+        if added {
             fates[i] = RowFate::Added;
         }
+        keep.push(added);
     }
-
-    // The rows are put in id order in place and only the new ones kept,
-    // in place too; the stored points are then merged in: at 10^6 rows no
-    // second list of points is ever allocated.
+    // Only the new ones are kept, in place too: at 10^6 rows no second list
+    // of points is ever allocated.
     let mut fresh = rows;
-    permute(&mut fresh, &order);
-    let mut keep = order.iter().map(|i| fates[*i] == RowFate::Added);
-    fresh.retain(|_| keep.next().unwrap_or(false));
+    let mut kept = keep.iter();
+    fresh.retain(|_| *kept.next().unwrap_or(&false));
     // The new rows' input positions, in id order (the order `fresh` holds them).
-    let new_rows: Vec<usize> = order.iter().copied().filter(|i| fates[*i] == RowFate::Added).collect();
-    let new_ids: Vec<Text> = fresh.iter().map(|p| p.id.clone()).collect();
-    // The smaller list is moved into the larger; two sorted runs are then
-    // merged by one pass of the stable sort.
-    let (mut points, smaller) = if stored.len() >= fresh.len() { (stored, fresh) } else { (fresh, stored) };
-    if !smaller.is_empty() {
-        points.extend(smaller);
-        points.sort_by(|a, b| a.id.cmp(&b.id));
-    }
-    // Where each new row landed, in input order. (Stored and new ids are
-    // disjoint, so an id names its point.)
-    let mut at_of_row: Vec<(usize, usize)> = Vec::with_capacity(new_ids.len());
-    let mut next_new = new_rows.iter().zip(&new_ids).peekable();
-    for (at, p) in points.iter().enumerate() {
-        if let Some((row, _)) = next_new.next_if(|(_, id)| **id == p.id) {
-            at_of_row.push((*row, at));
-        }
-    }
+    let new_rows: Vec<usize> = order.iter().zip(&keep).filter(|(_, k)| **k).map(|(i, _)| *i).collect();
+    drop((order, again, keep, stored_of));
+    // The smaller list is merged into the larger, in place.
+    let fresh_is_larger = fresh.len() > stored.len();
+    let (larger, smaller) = if fresh_is_larger { (fresh, stored) } else { (stored, fresh) };
+    let (points, larger_at, smaller_at) = merge_runs(larger, smaller);
+    // Where each new row landed, in input order.
+    let fresh_at = if fresh_is_larger { larger_at } else { smaller_at };
+    let mut at_of_row: Vec<(usize, usize)> = new_rows.into_iter().zip(fresh_at).collect();
     at_of_row.sort_unstable();
     let added = at_of_row.into_iter().map(|(_, at)| at).collect();
     Ok(Merged { points, fates, added, repeats })
+}
+
+/// For the kth of the rows (sorted by id), the position in `stored` of the
+/// point with its id, if any: one walk of both sorted lists, or a binary
+/// search per stored point where the store is much the smaller (a few
+/// hundred points beside 10⁶ rows: no comparison per row).
+fn stored_of_runs(stored: &[Point], rows: &[Point], again: &[bool]) -> Vec<Option<usize>> {
+    let mut out = vec![None; rows.len()];
+    let mut mark = |s: usize, k: usize| {
+        // Every row of the run of `k` (its first, and the repeats after it).
+        out[k] = Some(s);
+        let mut j = k + 1;
+        while j < rows.len() && again[j] {
+            out[j] = Some(s);
+            j += 1;
+        }
+    };
+    if stored.len().saturating_mul(64) < rows.len() {
+        for (s, p) in stored.iter().enumerate() {
+            let k = rows.partition_point(|r| r.id < p.id);
+            if rows.get(k).is_some_and(|r| r.id == p.id) {
+                mark(s, k);
+            }
+        }
+    } else {
+        let mut s = 0;
+        for (k, r) in rows.iter().enumerate() {
+            if again[k] {
+                continue;
+            }
+            while s < stored.len() && stored[s].id < r.id {
+                s += 1;
+            }
+            if stored.get(s).is_some_and(|p| p.id == r.id) {
+                mark(s, k);
+            }
+        }
+    }
+    out
+}
+
+/// Two lists sorted by id, with no id in both, as one sorted list, and
+/// where each element of each landed. The smaller is merged into the
+/// larger from the back, in place: no second list of points and no sort's
+/// scratch (a stable sort of 10⁶ points borrowed half their size again).
+/// Where the smaller list is much the smaller, each of its points finds its
+/// place by a binary search and the points after it move up in one block:
+/// no comparison per point of the larger.
+fn merge_runs(mut larger: Vec<Point>, mut smaller: Vec<Point>) -> (Vec<Point>, Vec<usize>, Vec<usize>) {
+    let (n, m) = (larger.len(), smaller.len());
+    let mut larger_at: Vec<usize> = (0..n).collect();
+    let mut smaller_at = vec![0; m];
+    let Some(filler) = smaller.first().cloned() else { return (larger, larger_at, smaller_at) };
+    // The room the smaller list takes, filled with copies of one of its
+    // points (shared texts: a copy is cheap), overwritten as the merge goes.
+    larger.resize(n + m, filler);
+    let (mut i, mut w) = (n, n + m);
+    // Fillers move Σ gap ≈ m²/2 times, and m searches cost m log n: both below n.
+    let search = m.saturating_mul(m) < n;
+    while let Some(next) = smaller.pop() {
+        if search {
+            // The larger's points above `next` move up by the gap of fillers
+            // between `i` and `w`, in one rotation.
+            let p = larger[..i].partition_point(|x| x.id < next.id);
+            let gap = w - i;
+            larger[p..w].rotate_right(gap);
+            for (at, slot) in larger_at.iter_mut().enumerate().take(i).skip(p) {
+                *slot = at + gap;
+            }
+            i = p;
+            w = p + gap;
+        } else {
+            while i > 0 && larger[i - 1].id > next.id {
+                i -= 1;
+                w -= 1;
+                larger.swap(i, w);
+                larger_at[i] = w;
+            }
+        }
+        w -= 1;
+        smaller_at[smaller.len()] = w;
+        larger[w] = next;
+    }
+    (larger, larger_at, smaller_at)
+}
+
+/// The bytes of an id a sort key holds inline, after the prefix every id
+/// of the input shares.
+const KEY_BYTES: usize = 24;
+
+/// Positions of `rows` sorted by (id, position), and for each whether its
+/// id is the one before it again. At 10⁶ rows a sort that compared ids
+/// through the rows read two scattered allocations per comparison and was
+/// a third of an `ingest`: each row's key here holds the first bytes of its
+/// id after the prefix all ids share, inline, so most comparisons (and the
+/// test for a repeat) read no id at all; the two halves either side of the
+/// median are sorted side by side.
+fn order_by_id(rows: &[Point]) -> (Vec<usize>, Vec<bool>) {
+    let id = |i: usize| rows[i].id.as_bytes();
+    let shared = rows.iter().map(|p| p.id.as_bytes()).reduce(|a, b| &a[..common_prefix(a, b)]).map_or(0, <[u8]>::len);
+    let mut keys: Vec<([u8; KEY_BYTES], usize)> = (0..rows.len()).map(|i| (key_at(id(i), shared), i)).collect();
+    // By the inline bytes alone (no id read): the median in place first,
+    // so the halves, sorted side by side, are the whole in order.
+    let half = keys.len() / 2;
+    if half > 0 {
+        keys.select_nth_unstable_by(half, |a, b| a.0.cmp(&b.0));
+    }
+    let (left, right) = keys.split_at_mut(half);
+    crate::par::join(rows.len() >= 100_000, || left.sort_unstable(), || right.sort_unstable());
+    // Then each run of equal inline bytes by the next bytes of its ids, and
+    // so on (a multikey sort: each id is read once a round, never per
+    // comparison); a run whose ids have no bytes left is one id, by position.
+    let mut runs = vec![(0, keys.len(), shared)];
+    while let Some((a, b, at)) = runs.pop() {
+        let mut start = a;
+        for k in a + 1..=b {
+            if k < b && keys[k].0 == keys[start].0 {
+                continue;
+            }
+            if k - start > 1 {
+                let next = at + KEY_BYTES;
+                let run = &mut keys[start..k];
+                if run.iter().all(|(_, i)| id(*i).len() <= next) {
+                    run.sort_unstable_by_key(|(_, i)| *i);
+                } else {
+                    for e in run.iter_mut() {
+                        e.0 = key_at(id(e.1), next);
+                    }
+                    run.sort_unstable();
+                    runs.push((start, k, next));
+                }
+            }
+            start = k;
+        }
+    }
+    let again = (0..keys.len()).map(|k| k > 0 && id(keys[k].1) == id(keys[k - 1].1)).collect();
+    (keys.into_iter().map(|(_, i)| i).collect(), again)
+}
+
+/// The `KEY_BYTES` bytes of an id from `at`, zeros past its end (no id
+/// holds a zero byte, so a shorter id sorts first, as it does whole).
+fn key_at(id: &[u8], at: usize) -> [u8; KEY_BYTES] {
+    let rest = id.get(at..).unwrap_or_default();
+    let n = rest.len().min(KEY_BYTES);
+    let mut k = [0u8; KEY_BYTES];
+    k[..n].copy_from_slice(&rest[..n]);
+    k
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// A row without an id whose content the store already holds under the id
@@ -111,23 +253,27 @@ fn keep_legacy_derived_ids(stored: &[Point], rows: &mut [Point]) {
 }
 
 /// Rows whose id was given earlier in the input with the same content
-/// (a differing one is a conflict, refused before this). `order` sorts the
-/// positions by (id, position), so a row's first giving leads its run.
-fn repeated_rows(rows: &[Point], origins: &[RowOrigin], order: &[usize]) -> Vec<(RowOrigin, RowOrigin, Text)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    let mut k = 0;
-    while k < order.len() {
-        let first = order[k];
-        let mut end = k + 1;
-        while end < order.len() && rows[order[end]].id == rows[first].id {
-            out.push((order[end], first));
-            end += 1;
+/// (a differing one is a conflict, refused before this). `rows` are sorted
+/// by (id, position) and `order[k]` is the input position of the kth, so a
+/// row's first giving leads its run.
+fn repeated_rows(
+    rows: &[Point],
+    origins: &[RowOrigin],
+    order: &[usize],
+    again: &[bool],
+) -> Vec<(RowOrigin, RowOrigin, Text)> {
+    let mut out: Vec<(usize, usize, usize)> = Vec::new();
+    let mut first = 0;
+    for k in 0..rows.len() {
+        if again[k] {
+            out.push((order[k], order[first], first));
+        } else {
+            first = k;
         }
-        k = end;
     }
     out.sort_unstable();
     out.into_iter()
-        .map(|(again, first)| (origins[again].clone(), origins[first].clone(), rows[first].id.clone()))
+        .map(|(again, first, k)| (origins[again].clone(), origins[first].clone(), rows[k].id.clone()))
         .collect()
 }
 
@@ -152,47 +298,51 @@ fn permute<T>(v: &mut [T], order: &[usize]) {
 }
 
 /// The first row (in input order) whose id is stored, or given earlier,
-/// with other content.
-fn check_conflicts(stored: &[Point], rows: &[Point], origins: &[RowOrigin], order: &[usize]) -> Result<()> {
-    let mut worst: Option<(usize, Conflict)> = None;
-    let mut s = 0;
+/// with other content. `rows` are sorted, `order[k]` the input position of
+/// the kth, `stored_of[k]` the stored point of its id.
+fn check_conflicts(
+    stored: &[Point],
+    rows: &[Point],
+    origins: &[RowOrigin],
+    order: &[usize],
+    again: &[bool],
+    stored_of: &[Option<usize>],
+) -> Result<()> {
+    // (input position, sorted position) of the worst so far, and what it differs from.
+    let mut worst: Option<(usize, usize, Conflict)> = None;
     let mut k = 0;
-    while k < order.len() {
-        let first = order[k];
-        let id = &rows[first].id;
+    while k < rows.len() {
         let mut end = k + 1;
-        while end < order.len() && rows[order[end]].id == *id {
+        while end < rows.len() && again[end] {
             end += 1;
         }
-        while s < stored.len() && stored[s].id < *id {
-            s += 1;
-        }
-        let existing = stored.get(s).filter(|p| p.id == *id);
         // The reference every row of this id must equal: the stored point, else the first row.
-        let (reference, from) = match existing {
-            Some(p) => (p, Conflict::Stored),
-            None => (&rows[first], Conflict::Row(first)),
+        let (reference, from) = match stored_of[k] {
+            Some(s) => (&stored[s], Conflict::Stored),
+            None => (&rows[k], Conflict::Row(k)),
         };
-        for &i in &order[k..end] {
-            if rows[i] != *reference && worst.as_ref().is_none_or(|(w, _)| i < *w) {
+        for j in k..end {
+            // A row is its own reference: no comparison (a whole point's, at 10⁶ rows).
+            let differs = !std::ptr::eq(&rows[j], reference) && rows[j] != *reference;
+            if differs && worst.as_ref().is_none_or(|(w, _, _)| order[j] < *w) {
                 // A row that equals the stored point before it was first given: name that row.
-                let named = match (&from, order[k..end].iter().find(|j| rows[**j] == *reference)) {
-                    (Conflict::Stored, Some(j)) if *j < i => Conflict::Row(*j),
+                let named = match (&from, (k..end).find(|m| rows[*m] == *reference)) {
+                    (Conflict::Stored, Some(m)) if order[m] < order[j] => Conflict::Row(m),
                     _ => from.clone(),
                 };
-                worst = Some((i, named));
+                worst = Some((order[j], j, named));
             }
         }
         k = end;
     }
-    let Some((i, against)) = worst else { return Ok(()) };
-    let row = &rows[i];
+    let Some((i, j, against)) = worst else { return Ok(()) };
+    let row = &rows[j];
     let (where_, other) = match against {
         Conflict::Stored => {
             let p = stored.iter().find(|p| p.id == row.id);
             ("the stored point in measurements/vae.json".to_string(), p)
         }
-        Conflict::Row(j) => (origins[j].to_string(), Some(&rows[j])),
+        Conflict::Row(m) => (origins[order[m]].to_string(), Some(&rows[m])),
     };
     bail!(
         "{}: id: duplicate id '{}' with different content than {where_} ({}); \

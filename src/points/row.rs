@@ -175,6 +175,15 @@ pub trait Row {
     fn field(&self, column: Col) -> Option<&str>;
     /// Every `(column, value)` pair of the columns vramfit does not know.
     fn unknown(&self) -> Vec<(&str, &str)>;
+    /// Whether every value is known to pass [`field_problem`] already (a
+    /// reader that saw the raw line whole).
+    fn plain(&self) -> bool {
+        false
+    }
+    /// Whether [`Row::unknown`] gives its columns sorted by name, each once.
+    fn unknown_sorted(&self) -> bool {
+        false
+    }
 }
 
 impl Row for Fields {
@@ -188,8 +197,9 @@ impl Row for Fields {
 }
 
 /// One shared copy of each repeated string of the points one input makes.
-#[derive(Default)]
 pub struct Interners {
+    /// Whether a point keeps its metadata (`csv_input::Keep`).
+    pub(super) keep_metadata: bool,
     /// Each name a row gave for its family or model, resolved once.
     families: std::collections::HashMap<Box<str>, Option<Text>>,
     pub(super) vae: Interner,
@@ -198,6 +208,82 @@ pub struct Interners {
     pub(super) device: Interner,
     pub(super) torch: Interner,
     pub(super) note: Interner,
+    /// Values of the columns kept as metadata (the store's reader, which
+    /// meets them as pairs).
+    pub(super) metadata: Interner,
+    /// The names of a point's metadata, joined (`Metadata::interned`).
+    pub(super) metadata_names: Interner,
+    /// The CSV reader's: one interner per metadata column, in the order a
+    /// row gives them (a column's value mostly repeats the row before's).
+    pub(super) columns: Vec<(Text, Interner)>,
+    /// Which of those columns the last row filled, and their names joined:
+    /// rows mostly fill the same ones.
+    last_names: Option<(Vec<bool>, Text)>,
+}
+
+impl Default for Interners {
+    fn default() -> Interners {
+        Interners {
+            keep_metadata: true,
+            families: Default::default(),
+            vae: Default::default(),
+            model: Default::default(),
+            source: Default::default(),
+            device: Default::default(),
+            torch: Default::default(),
+            note: Default::default(),
+            metadata: Default::default(),
+            metadata_names: Default::default(),
+            columns: Default::default(),
+            last_names: None,
+        }
+    }
+}
+
+impl Interners {
+    /// The metadata of a row whose unknown columns come sorted by name, each
+    /// once (a CSV's): values shared per column, the joined names shared
+    /// while rows fill the same columns; no sort, no name compared.
+    fn sorted_metadata(&mut self, unknown: &[(&str, &str)]) -> super::Metadata {
+        let filled: Vec<bool> = unknown.iter().map(|(_, v)| !v.trim().is_empty()).collect();
+        let mut values = Vec::with_capacity(filled.iter().filter(|f| **f).count() + 1);
+        values.push(Text::default());
+        for (i, (k, v)) in unknown.iter().enumerate().filter(|(i, _)| filled[*i]) {
+            values.push(self.metadata_pair(i, k, v.trim()).1);
+        }
+        if values.len() == 1 {
+            return super::Metadata::default();
+        }
+        let names = match &self.last_names {
+            Some((was, names)) if *was == filled => names.clone(),
+            _ => {
+                let joined: Vec<&str> =
+                    unknown.iter().zip(&filled).filter(|(_, f)| **f).map(|((k, _), _)| *k).collect();
+                let names = self.metadata_names.intern(&super::Metadata::join(&joined));
+                self.last_names = Some((filled, names.clone()));
+                names
+            }
+        };
+        values[0] = names;
+        super::Metadata::from_parts(values)
+    }
+
+    /// Interners for a reader that keeps metadata, or not.
+    pub fn keeping_metadata(keep: bool) -> Interners {
+        Interners { keep_metadata: keep, ..Interners::default() }
+    }
+
+    /// A metadata pair of a row's `i`th unknown column, shared.
+    fn metadata_pair(&mut self, i: usize, name: &str, value: &str) -> (Text, Text) {
+        while self.columns.len() <= i {
+            self.columns.push((Text::default(), Interner::default()));
+        }
+        if self.columns[i].0.as_str() != name {
+            self.columns[i] = (Text::from(name), Interner::default());
+        }
+        let (n, values) = &mut self.columns[i];
+        (n.clone(), values.intern(value))
+    }
 }
 
 impl Interners {
@@ -309,16 +395,12 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
             })
             .transpose()
     };
-    let metadata: BTreeMap<String, String> = f
-        .unknown()
-        .into_iter()
-        .filter(|(_, v)| !v.trim().is_empty())
-        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-        .collect();
     // A byte count kept beside the point (an observation's
     // `reservation_bytes`) is one a pricer could have answered: a whole
     // number of bytes within its range, never NaN, negative or 1e30.
-    for (k, v) in metadata.iter().filter(|(k, _)| k.ends_with("_bytes")) {
+    for (k, v) in
+        f.unknown().into_iter().map(|(k, v)| (k, v.trim())).filter(|(k, v)| k.ends_with("_bytes") && !v.is_empty())
+    {
         match parse_bytes_field(v) {
             Ok(n) if n <= MAX_BYTES => {}
             Ok(_) => return Err(anyhow::anyhow!(at.field_error(k, format!("'{v}' is above {MAX_BYTES} bytes")))),
@@ -328,6 +410,20 @@ pub fn row_to_point(f: &impl Row, at: &RowOrigin, registry: &Registry, texts: &m
             }
         }
     }
+    let metadata = match (texts.keep_metadata, f.unknown_sorted()) {
+        (false, _) => super::Metadata::default(),
+        (true, true) => texts.sorted_metadata(&f.unknown()),
+        (true, false) => {
+            let pairs = f
+                .unknown()
+                .into_iter()
+                .enumerate()
+                .filter(|(_, (_, v))| !v.trim().is_empty())
+                .map(|(i, (k, v))| texts.metadata_pair(i, k, v.trim()))
+                .collect();
+            super::Metadata::interned(pairs, &mut texts.metadata_names)
+        }
+    };
 
     let mut point = Point {
         id: Text::default(),
@@ -508,6 +604,11 @@ pub fn field_problem(value: &str) -> Option<String> {
     if value.len() > MAX_FIELD_BYTES {
         return Some(format!("{} bytes, more than a field may hold ({MAX_FIELD_BYTES})", value.len()));
     }
+    // Printable ASCII and tabs, nearly every field of every row: no
+    // character to decode (this check was a sixth of an `ingest` of 10⁶ rows).
+    if value.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t') {
+        return None;
+    }
     value.chars().find(|c| (c.is_control() && *c != '\t') || crate::text::is_format_char(*c)).map(|c| {
         format!(
             "a control character ({}) in '{}': not accepted in any field (nor an invisible format character)",
@@ -519,6 +620,9 @@ pub fn field_problem(value: &str) -> Option<String> {
 
 /// Every value of a row, known column or not, by [`field_problem`].
 fn check_text(f: &impl Row, at: &RowOrigin) -> Result<()> {
+    if f.plain() {
+        return Ok(());
+    }
     let known = Col::ALL.iter().filter_map(|c| f.field(*c).map(|v| (c.name(), v)));
     for (name, value) in known.chain(f.unknown()) {
         if let Some(problem) = field_problem(value) {

@@ -228,8 +228,7 @@ pub(super) fn check_point(p: &Point, registry: &Registry, file: &str) -> Result<
         ("torch", p.torch.as_deref()),
         ("note", p.note.as_deref()),
     ];
-    let metadata =
-        p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k.as_str())), ("metadata", Some(v.as_str()))]);
+    let metadata = p.metadata.iter().flat_map(|(k, v)| [("metadata key", Some(k)), ("metadata", Some(v.as_str()))]);
     for (field, v) in texts.into_iter().chain(metadata) {
         if let Some(problem) = v.and_then(crate::points::row::field_problem) {
             bail!(at.field_error(field, problem));
@@ -266,13 +265,30 @@ pub fn write(points: &[Point], sink: &mut dyn FnMut(&[u8])) {
     }
     std::thread::scope(|scope| {
         let (pieces, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
-        // Emptied pieces go back to the encoder: no fresh pages per piece.
+        // Emptied pieces go back to the encoders: no fresh pages per piece.
         let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
         scope.spawn(move || {
-            encode(&sorted, &mut |piece| {
-                pieces.send(std::mem::take(piece)).ok()?;
-                Some(spare.try_recv().unwrap_or_default())
-            })
+            // Runs of points encoded two at a time, side by side, and sent
+            // in order while this thread writes the ones before (encoding
+            // 10⁶ points on one thread was a fifth of an `ingest`).
+            let runs: Vec<&[&Point]> = sorted.chunks(RUN).collect();
+            let mut at = 0;
+            for pair in runs.chunks(2) {
+                let mut bufs = [spare.try_recv().unwrap_or_default(), spare.try_recv().unwrap_or_default()];
+                let [a, b] = &mut bufs;
+                let (first, second) = (pair[0], pair.get(1).copied().unwrap_or_default());
+                crate::par::join(
+                    !second.is_empty(),
+                    || encode_run(first, at, sorted.len(), a),
+                    || encode_run(second, at + first.len(), sorted.len(), b),
+                );
+                at += first.len() + second.len();
+                for buf in bufs.into_iter().filter(|b| !b.is_empty()) {
+                    if pieces.send(buf).is_err() {
+                        return;
+                    }
+                }
+            }
         });
         for mut piece in received {
             sink(&piece);
@@ -280,6 +296,35 @@ pub fn write(points: &[Point], sink: &mut dyn FnMut(&[u8])) {
             let _ = back.send(piece);
         }
     });
+}
+
+/// Points a piece of the store holds (about 1 MiB of an observed row's
+/// points; less of smaller ones).
+const RUN: usize = 1024;
+
+/// The bytes of `run`, the points from index `at` of `total`: the store's
+/// head before the first point, a comma after every point but the last,
+/// and its tail after that.
+fn encode_run(run: &[&Point], at: usize, total: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    if run.is_empty() {
+        return;
+    }
+    if at == 0 {
+        buf.extend_from_slice(HEAD.as_bytes());
+        buf.push(b'\n');
+    }
+    for (i, p) in run.iter().enumerate() {
+        codec::write_point(buf, p);
+        if at + i + 1 < total {
+            buf.push(b',');
+        }
+        buf.push(b'\n');
+    }
+    if at + run.len() == total {
+        buf.extend_from_slice(TAIL.as_bytes());
+        buf.push(b'\n');
+    }
 }
 
 /// Encodes the sorted points into pieces of about 1 MiB, handing each to
@@ -351,7 +396,8 @@ mod tests {
             });
             let mut written: Vec<Vec<u8>> = Vec::new();
             write(some, &mut |piece| written.push(piece.to_vec()));
-            assert_eq!(written, in_line, "{count} points");
+            // The same bytes, whatever the pieces (the large path encodes runs two at a time).
+            assert_eq!(written.concat(), in_line.concat(), "{count} points");
             assert_eq!(written.concat(), to_bytes(some));
         }
     }

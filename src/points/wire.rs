@@ -12,7 +12,6 @@ use super::{LineKey, Point};
 use crate::text::Text;
 use crate::vocab::{Aggregate, Allocator, Context, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// (Its schema is the read side of `Point`'s; the committed schemas are
 /// of the written side, `Point` itself.)
@@ -48,7 +47,7 @@ pub(super) struct PointWire {
     aggregate: Option<Aggregate>,
     context: Option<Context>,
     note: Option<Text>,
-    metadata: BTreeMap<String, String>,
+    metadata: super::Metadata,
 }
 
 impl From<PointWire> for Point {

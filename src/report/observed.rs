@@ -20,7 +20,7 @@ impl Report for ObservedReport {
             files.join(", "),
             self.coefficients,
             self.covered,
-            self.under.len()
+            self.under_rows
         );
         let rows = self
             .groups
@@ -46,13 +46,14 @@ impl Report for ObservedReport {
             s.push('\n');
         }
         if !self.under.is_empty() {
-            s.push_str("\nunder-reserved (the op took more than the answer):\n");
+            s.push_str("\nunder-reserved (the op took more than the answer), the worst first:\n");
             for u in &self.under {
                 s.push_str(&format!(
                     "  {}  {}: took {} B, {} B reserved ({} of the reservation)\n",
                     u.id, u.key, u.demand_bytes, u.reserved_bytes, u.ratio
                 ));
             }
+            s.push_str(&more(self.under_rows, self.under.len()));
         }
         if self.changes.is_empty() {
             s.push_str("\nno line would change if these rows were ingested\n");
@@ -60,7 +61,12 @@ impl Report for ObservedReport {
             s.push_str("\nlines the rows would change if ingested (`vramfit ingest` then `vramfit emit`):\n");
             for c in &self.changes {
                 let before = c.before.as_ref().map_or("no line".to_string(), shown);
-                s.push_str(&format!("  {}: {before} → {}; by {}\n", c.key, shown(&c.after), c.rows.join(", ")));
+                let also = if c.row_count > c.rows.len() {
+                    format!(" and {} more", c.row_count - c.rows.len())
+                } else {
+                    String::new()
+                };
+                s.push_str(&format!("  {}: {before} → {}; by {}{also}\n", c.key, shown(&c.after), c.rows.join(", ")));
             }
         }
         if self.stored > 0 {
@@ -74,7 +80,20 @@ impl Report for ObservedReport {
             for r in &self.refused {
                 s.push_str(&format!("  {}: {}\n", r.id, r.why));
             }
+            s.push_str(&more(self.refused_rows, self.refused.len()));
         }
         s
+    }
+}
+
+/// The line after a bounded list that says how many rows it left out.
+fn more(all: usize, shown: usize) -> String {
+    if all > shown {
+        format!(
+            "  … and {} more (`--format json` gives the counts; the observation files hold every row)\n",
+            all - shown
+        )
+    } else {
+        String::new()
     }
 }

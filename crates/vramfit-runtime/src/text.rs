@@ -201,8 +201,6 @@ impl schemars::JsonSchema for Text {
     }
 }
 
-/// A value a user supplied, as it may be shown: control characters escaped
-/// (`\u{1b}`), cut to `max` characters with the count of the rest.
 /// The most characters of a value a refusal quotes (a name, a spelling):
 /// a value longer than any the vocabularies hold is shown by its start and
 /// its length, never whole.
@@ -213,6 +211,8 @@ pub fn quoted(value: &str) -> String {
     escaped(value, QUOTED)
 }
 
+/// A value a user supplied, as it may be shown: control characters escaped
+/// (`\u{1b}`), cut to `max` characters with the count of the rest.
 pub fn escaped(value: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in value.chars().enumerate() {
