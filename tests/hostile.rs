@@ -647,6 +647,11 @@ fn free_text_is_written_escaped() {
     let table = vramfit::report::markdown_table(&["a", "b"], &[vec!["x|y".into(), "-z\nw".into()]]);
     assert_eq!(table.lines().count(), 3, "{table}");
     assert!(table.contains("x\\|y") && table.contains("'-z w"), "{table}");
+    // The harness's measurement rows, the same rule.
+    let script = "import sys; sys.path.insert(0, sys.argv[1]); from harness.run import csv_cell as c; \
+                  print([c('=1+1'), c('+x'), c('-x'), c('@x'), c('\\t=x'), c('ok'), c(5)])";
+    let out = std::process::Command::new("python3").args(["-c", script]).arg(repo()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r#"["'=1+1", "'+x", "'-x", "'@x", "'\t=x", 'ok', 5]"#);
 }
 
 /// A key given twice in one JSON object is refused by every loader, with
