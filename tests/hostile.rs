@@ -319,6 +319,12 @@ fn coefficient_files_with_every_numeric_field_at_0_1_and_max_never_panic() {
     assert!(loaded > 100 && priced > 1000, "loaded {loaded}, refused {refused}, priced {priced}");
 }
 
+/// `reserve FAMILY decode 1024x1024 --dtype fp16` priced by the coefficients file `file`, in process.
+fn reserve_on(file: &std::path::Path, family: &str) -> Ran {
+    let file = file.to_str().unwrap();
+    run_in_process(&["reserve", family, "decode", "1024x1024", "--dtype", "fp16", "--coefficients", file]).unwrap()
+}
+
 /// The CLI's last guard: a panic inside a command line is one line on
 /// stderr and exit 2, never Rust's 101.
 #[test]
@@ -355,34 +361,14 @@ fn a_zero_divisor_in_a_coefficients_file_is_refused_at_load() {
         let slot = field.iter().fold(&mut m["registry"][family], |v, k| &mut v[*k]);
         *slot = value.into();
         std::fs::write(&file, format!("{}\n", serde_json::to_string_pretty(&m).unwrap())).unwrap();
-        let r = run_in_process(&[
-            "reserve",
-            family,
-            "decode",
-            "1024x1024",
-            "--dtype",
-            "fp16",
-            "--coefficients",
-            file.to_str().unwrap(),
-        ])
-        .unwrap();
+        let r = reserve_on(&file, family);
         assert_eq!(r.code, 2, "{family}.{field:?} = {value}: {}", r.err);
         let named = format!("registry.{family}.{}: {value} is not", field.join("."));
         assert!(r.err.contains("vae.json") && r.err.contains(&named), "{named} in: {}", r.err);
     }
     // The shipped values load.
     std::fs::write(&file, &text).unwrap();
-    let r = run_in_process(&[
-        "reserve",
-        "sd",
-        "decode",
-        "1024x1024",
-        "--dtype",
-        "fp16",
-        "--coefficients",
-        file.to_str().unwrap(),
-    ])
-    .unwrap();
+    let r = reserve_on(&file, "sd");
     assert_eq!(r.code, 0, "{}", r.err);
 }
 
@@ -669,17 +655,7 @@ fn a_duplicate_json_key_is_refused_by_every_loader() {
     let line = dup[..end].lines().count() as u64 + 1;
     let file = dir.path().join("vae.json");
     std::fs::write(&file, &dup).unwrap();
-    let r = run_in_process(&[
-        "reserve",
-        "sdxl",
-        "decode",
-        "1024x1024",
-        "--dtype",
-        "fp16",
-        "--coefficients",
-        file.to_str().unwrap(),
-    ])
-    .unwrap();
+    let r = reserve_on(&file, "sdxl");
     assert_eq!(r.code, 2, "{}", r.err);
     assert!(r.err.contains(&format!("vae.json:{line}:")) && r.err.contains("appears twice"), "line {line}: {}", r.err);
     let script = "import sys, vramfit_vae as v\ntry:\n    v.load(sys.argv[1]); print('loaded')\nexcept ValueError as e:\n    print(e)\n";

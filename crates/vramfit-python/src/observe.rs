@@ -48,57 +48,42 @@ pub fn observation(
     observed_by: &str,
 ) -> PyResult<(String, u64, Option<String>)> {
     crate::boundary(py, || {
-        observation_of(reservation, reserved, allocated, driver, facts, context, nonce, date, observed_by)
+        let peaks = Peaks {
+            reserved: bytes("reserved", reserved)?,
+            allocated: bytes("allocated", allocated)?,
+            driver: bytes("driver", driver)?,
+        };
+        let facts = Facts {
+            device: fact(facts, "device")?,
+            torch: fact(facts, "torch")?,
+            accelerator: fact(facts, "accelerator")?,
+            conv_library: fact(facts, "conv_library")?,
+            driver_version: fact(facts, "driver_version")?,
+            diffusers: fact(facts, "diffusers")?,
+            allocator_conf: fact(facts, "allocator_conf")?,
+            conv_backend: spelled(facts, "conv_backend")?,
+            allocator: spelled(facts, "allocator")?,
+            os: spelled(facts, "os")?,
+        };
+        let context: Context = context
+            .parse()
+            .map_err(|e: vramfit_runtime::vocab::UnknownSpelling| args::value_error(format!("context: {e}")))?;
+        let report = reservation.report();
+        let o = Observation {
+            query: reservation.query(),
+            price: &report.price,
+            // Named by its digest, never by its path (a row holds no path).
+            coefficients: &reservation.coefficients().identity,
+            peaks,
+            facts: &facts,
+            context,
+            date,
+            nonce,
+            observed_by,
+        };
+        let row = o.csv_line().map_err(|e| args::value_error(e.to_string()))?;
+        Ok((row, peaks.demand(), o.under_reserved()))
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn observation_of(
-    reservation: &Reservation,
-    reserved: &Bound<'_, PyAny>,
-    allocated: &Bound<'_, PyAny>,
-    driver: &Bound<'_, PyAny>,
-    facts: &Bound<'_, PyDict>,
-    context: &str,
-    nonce: &str,
-    date: &str,
-    observed_by: &str,
-) -> PyResult<(String, u64, Option<String>)> {
-    let peaks = Peaks {
-        reserved: bytes("reserved", reserved)?,
-        allocated: bytes("allocated", allocated)?,
-        driver: bytes("driver", driver)?,
-    };
-    let facts = Facts {
-        device: fact(facts, "device")?,
-        torch: fact(facts, "torch")?,
-        accelerator: fact(facts, "accelerator")?,
-        conv_library: fact(facts, "conv_library")?,
-        driver_version: fact(facts, "driver_version")?,
-        diffusers: fact(facts, "diffusers")?,
-        allocator_conf: fact(facts, "allocator_conf")?,
-        conv_backend: spelled(facts, "conv_backend")?,
-        allocator: spelled(facts, "allocator")?,
-        os: spelled(facts, "os")?,
-    };
-    let context: Context = context
-        .parse()
-        .map_err(|e: vramfit_runtime::vocab::UnknownSpelling| args::value_error(format!("context: {e}")))?;
-    let report = reservation.report();
-    let o = Observation {
-        query: reservation.query(),
-        price: &report.price,
-        // Named by its digest, never by its path (a row holds no path).
-        coefficients: &reservation.coefficients().identity,
-        peaks,
-        facts: &facts,
-        context,
-        date,
-        nonce,
-        observed_by,
-    };
-    let row = o.csv_line().map_err(|e| args::value_error(e.to_string()))?;
-    Ok((row, peaks.demand(), o.under_reserved()))
 }
 
 /// Refuses (a `Refusal`, a `ValueError`) a path the observer must not
