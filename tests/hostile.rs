@@ -717,7 +717,7 @@ fn frame_counts_off_a_familys_grammar_are_refused_everywhere() {
                 if command == "plan" {
                     a.extend(["--free".into(), "80GiB".into()]);
                 }
-                let mut at = |frames: u64| {
+                let at = |frames: u64| {
                     let mut a = a.clone();
                     a.extend(["--frames".into(), frames.to_string()]);
                     run_in_process(&a).unwrap()

@@ -166,6 +166,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// The rows of one chunk, in parts of about one per core, in file order:
 /// each part's rows go into one of the `spare` lists (or a new one). Also
 /// the number of the line after the chunk.
+// The chunk's place and the reader's shared state: one call site, no struct worth naming.
+#[allow(clippy::too_many_arguments)]
 fn parse_chunk(
     chunk: &[u8],
     first: u64,
@@ -277,6 +279,7 @@ fn count_lines(text: &[u8]) -> u64 {
 
 /// The rows of one part of the file, whose first line is numbered `first`,
 /// appended to `rows`.
+#[allow(clippy::too_many_arguments)]
 fn read_rows(
     part: &[u8],
     first: u64,
