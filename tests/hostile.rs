@@ -245,18 +245,7 @@ fn coefficient_files_with_every_numeric_field_at_0_1_and_max_never_panic() {
                 bytes.push(b'\n');
                 std::fs::write(&file, &bytes).unwrap();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let path = file.to_string_lossy().into_owned();
-                    let cli = run_in_process(&[
-                        "reserve",
-                        "sdxl",
-                        "decode",
-                        "1024x1024",
-                        "--dtype",
-                        "fp16",
-                        "--coefficients",
-                        &path,
-                    ]);
-                    assert!(cli.as_ref().is_ok_and(|r| r.code <= 2), "the command line on {case}");
+                    assert!(reserve_on(&file, "sdxl").code <= 2, "the command line on {case}");
                     let c = match vramfit::pricing::source::CoefficientSource::File(file.clone()).load() {
                         Ok(c) => c,
                         Err(e) => {
