@@ -23,7 +23,7 @@ from . import configs, preflight
 
 #: The harness modules a trace runs (trace imports configs and preflight,
 #: and measure for the model build, the op and its tiling).
-TRACER_SOURCES = ("__init__.py", "configs.py", "measure.py", "preflight.py", "trace.py")
+TRACER_SOURCES = ("__init__.py", "allocator.py", "configs.py", "measure.py", "preflight.py", "trace.py")
 
 #: Where the record lives, beside the traces it describes.
 RECORD = "inputs.json"

@@ -92,7 +92,7 @@ def check_video_family(doc, say=print):
     for op in ("decode", "encode"):
         started = time.monotonic()
         try:
-            traced, _ = trace.trace_one(doc, op, "fp32", 0, side, side, frames)
+            traced, _, _ = trace.trace_one(doc, op, "fp32", 0, side, side, frames)
         except Exception as e:  # any failure of a diffusers call is the finding
             failures.append("%s %s (meta): %s: %s" % (doc["family"], op, type(e).__name__, e))
             continue

@@ -35,7 +35,7 @@ import os
 import sys
 import weakref
 
-from . import configs, inputs, preflight
+from . import allocator, configs, inputs, preflight
 
 #: The traced grid. Image sizes: squares across what hosts run and two
 #: common non-square canvases; tiles: untiled and the diffusers host's
@@ -55,7 +55,7 @@ DTYPES = ("bf16", "fp16", "fp32")
 OPS = ("decode", "encode")
 
 COLUMNS = ("family", "vae", "op", "dtype", "tile", "temporal_tile", "width", "height", "frames", "batch", "traced_bytes",
-           "torch", "diffusers", "config_source", "config_sha256", "call", "facts")
+           "simulated", "torch", "diffusers", "config_source", "config_sha256", "call", "facts")
 
 #: How each video class's decoder walks time, as the tracer runs it: the
 #: registry's `walk` and its frames (`vramfit family add` registers these).
@@ -123,12 +123,18 @@ class LiveBytes:
                 self.storages = {}  # key -> [bytes, tensors on it]
                 self.live = 0
                 self.peak = 0
+                # The allocator's view of the op, in order: ("a", key, bytes)
+                # a storage born, ("f", key) its last tensor gone, ("c", input,
+                # output, im2col) a convolution whose workspace no tensor holds.
+                self.events = []
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 for t in tree_leaves(out):
                     if isinstance(t, torch.Tensor):
                         self._track(t)
+                if func in CONVOLUTIONS(torch):
+                    self.events.append(conv_mark(args, out))
                 return out
 
             def _track(self, t):
@@ -139,6 +145,7 @@ class LiveBytes:
                 entry = self.storages.get(key)
                 if entry is None:
                     entry = self.storages[key] = [storage.nbytes(), 0]
+                    self.events.append(("a", key, entry[0]))
                     self.live += entry[0]
                     self.peak = max(self.peak, self.live)
                 entry[1] += 1
@@ -150,10 +157,34 @@ class LiveBytes:
                     return
                 entry[1] -= 1
                 if entry[1] == 0:
+                    self.events.append(("f", key))
                     self.live -= entry[0]
                     del self.storages[key]
 
         return _Mode(known_storages)
+
+
+def CONVOLUTIONS(torch):
+    """The aten ops that run a convolution kernel (cuDNN's or MIOpen's)."""
+    aten = torch.ops.aten
+    return (aten.convolution.default, aten._convolution.default)
+
+
+def conv_mark(args, out):
+    """A convolution's geometry as the allocator models read it: the bytes
+    of its input and output, and of its im2col matrix (the input patches
+    one output position reads, for every output position)."""
+    x, w = args[0], args[1]
+    groups = args[8] if len(args) > 8 else 1
+    size = x.element_size()
+    spatial = 1
+    for d in out.shape[2:]:
+        spatial *= int(d)
+    kernel = 1
+    for d in w.shape[2:]:
+        kernel *= int(d)
+    col = int(x.shape[0]) * (int(x.shape[1]) // max(1, int(groups))) * kernel * spatial * size
+    return ("c", x.numel() * size, out.numel() * size, col, len(w.shape) - 2)
 
 
 def _fused_sdpa(query, key, value, *args, **kwargs):
@@ -187,8 +218,12 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
 
     video = measure.is_video_model(doc)
     vae = measure.build(doc, dtype, "meta", 0 if video else tile)
-    if video and tile:
+    if video and tile and tile == (doc.get("host_tiling") or {}).get("tile"):
         host_tiling(vae, doc, tile)
+    elif video and tile:
+        # A measured point's own tile (Qwen-Image's 512 px): the class's
+        # enable_tiling() at that tile, as the GPU run set it.
+        measure.configure_tiling(vae, doc, tile, False)
     elif video and getattr(vae, "use_tiling", False):
         # A class that tiles by default (MiniMax-H3) runs untiled only when told to.
         vae.disable_tiling()
@@ -207,7 +242,7 @@ def trace_one(doc, op, dtype, tile, width, height, frames, batch=1):
             gc.collect()
     finally:
         F.scaled_dot_product_attention = real_sdpa
-    return mode.peak, walked
+    return mode.peak, walked, mode.events
 
 
 def facts_of(doc):
@@ -363,6 +398,15 @@ def grid(doc, ops=OPS, dtypes=DTYPES):
     return rows
 
 
+def call_words(doc, op, tile):
+    """The diffusers call a row traced, with its tiling."""
+    from . import measure
+
+    decode = "decode(z, timestep).sample" if doc["config"].get("timestep_conditioning") else "decode(z).sample"
+    encode = "encode(x).%s" % (measure.ENCODED.get(doc["config"]["_class_name"]) or "latent_dist.mode()")
+    return "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode" else encode, tiling_words(doc, tile))
+
+
 def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     """The CSV rows of one family's grid, sorted."""
     import diffusers
@@ -374,14 +418,13 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
     facts = facts_of(doc)
     rows = []
     for (op, dtype, tile, w, h, f) in grid(doc, ops, dtypes):
-        traced, walked = trace_one(doc, op, dtype, tile, w, h, f)
-        decode = "decode(z, timestep).sample" if doc["config"].get("timestep_conditioning") else "decode(z).sample"
-        encode = "encode(x).%s" % (measure.ENCODED.get(doc["config"]["_class_name"]) or "latent_dist.mode()")
-        call = "%s.%s%s" % (doc["config"]["_class_name"], decode if op == "decode" else encode, tiling_words(doc, tile))
+        traced, walked, events = trace_one(doc, op, dtype, tile, w, h, f)
+        call = call_words(doc, op, tile)
         rows.append({
             "family": doc["family"], "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile,
             "temporal_tile": walked,
             "width": w, "height": h, "frames": f, "batch": 1, "traced_bytes": traced,
+            "simulated": allocator.simulated_words(events, dtype),
             "torch": torch.__version__.split("+")[0], "diffusers": diffusers.__version__,
             "config_source": doc["source"], "config_sha256": digest, "call": call, "facts": facts,
         })
@@ -389,6 +432,84 @@ def trace_family(doc, say=None, ops=OPS, dtypes=DTYPES):
             say("%-12s %-6s %-4s tile %-4d %5dx%-5d f %-3d %12d" % (doc["family"], op, dtype, tile, w, h, f, traced))
     rows.sort(key=lambda r: (r["op"], r["dtype"], r["tile"], r["width"] * r["height"], r["width"], r["frames"]))
     return rows
+
+
+#: The columns of `points.csv`: one traced configuration of a measured point.
+POINT_COLUMNS = ("family", "vae", "op", "dtype", "tile", "temporal_tile", "width", "height", "frames", "batch",
+                 "traced_bytes", "simulated", "torch", "diffusers", "config_sha256", "call")
+
+
+def config_of_point(point, docs):
+    """The shipped config a measured point ran: its `model` as a config's
+    family or model name, else the one config of its vramfit family."""
+    model = point.get("model") or ""
+    for doc in docs:
+        if model in (doc["family"], doc.get("model")):
+            return doc
+    of_vae = [d for d in docs if d["vae"] == point["vae"]]
+    return of_vae[0] if len(of_vae) == 1 else None
+
+
+def point_configs(store, docs):
+    """The distinct traced configurations of a store's points, with the ids
+    of the points each stands for, and the points no trace can stand for
+    (no shipped config, or a tiling the tracer does not run), with why."""
+    from . import measure
+
+    configs_, untraced = {}, []
+    for point in store["points"]:
+        doc = config_of_point(point, docs)
+        if doc is None:
+            untraced.append((point["id"], "no shipped config is model '%s'" % point.get("model")))
+            continue
+        video = measure.is_video_model(doc)
+        host = (doc.get("host_tiling") or {}).get("tile", 0)
+        tile = int(point["tile"])
+        if video and tile and tile != host and doc.get("untraced"):
+            # The document says why its host's tiled walk is not the class's.
+            untraced.append((point["id"], doc["untraced"]))
+            continue
+        key = (doc["family"], point["op"], point["dtype"], tile, int(point["width"]), int(point["height"]),
+               int(point.get("frames") or 1), int(point.get("batch") or 1))
+        configs_.setdefault(key, []).append(point["id"])
+    return configs_, untraced
+
+
+def trace_point(doc, key):
+    """One measured point's configuration, traced: (traced bytes, temporal
+    tile walked, events). A video point at its class's own tile walks the
+    host's tiling; any other tile is `measure._tile`'s, as the GPU run's."""
+    _, op, dtype, tile, w, h, frames, batch = key
+    return trace_one(doc, op, dtype, tile, w, h, frames, batch)
+
+
+def points_csv(store, docs, say=None, cache=None):
+    """The rows of `points.csv`, sorted: each distinct configuration of a
+    measured point, traced and replayed on every platform."""
+    import diffusers
+    import torch
+
+    configs_, _ = point_configs(store, docs)
+    by_family = {d["family"]: d for d in docs}
+    rows = []
+    for key in sorted(configs_):
+        doc = by_family[key[0]]
+        traced, walked, events = cache(doc, key) if cache else trace_point(doc, key)
+        family, op, dtype, tile, w, h, frames, batch = key
+        rows.append({
+            "family": family, "vae": doc["vae"], "op": op, "dtype": dtype, "tile": tile, "temporal_tile": walked,
+            "width": w, "height": h, "frames": frames, "batch": batch, "traced_bytes": traced,
+            "simulated": allocator.simulated_words(events, dtype),
+            "torch": torch.__version__.split("+")[0], "diffusers": diffusers.__version__,
+            "config_sha256": config_digest(doc), "call": call_words(doc, op, tile),
+        })
+        if say:
+            say("%-12s %-6s %-4s tile %-4d %5dx%-5d f %-3d b %d %12d" % (family, op, dtype, tile, w, h, frames, batch, traced))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=POINT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def _family_csv(job):
@@ -422,6 +543,9 @@ def main(argv=None):
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every shipped config (harness/configs/)")
     which.add_argument("--config", help="a diffusers VAE config.json, or a harness config document")
+    which.add_argument("--points", action="store_true",
+                       help="every measured point's own configuration (measurements/vae.json) -> OUT_DIR/points/points.csv, "
+                            "replayed through the allocator models: what docs/traced.md's validation reads")
     p.add_argument("--family", help="the family name to write the rows under (with --config)")
     p.add_argument("--vae", help="the vramfit family the rows price (with --config; default: --family)")
     p.add_argument("--source", help="where the config was read (with --config; default: its path)")
@@ -438,6 +562,8 @@ def main(argv=None):
     p.add_argument("-j", "--jobs", type=int, help="families traced at once (default: one per core)")
     p.add_argument("-q", "--quiet", action="store_true")
     a = p.parse_args(argv)
+    if a.points:
+        return points_main(a)
     if a.all and (a.op or a.dtype):
         # The shipped traces are the whole grid: a part of it would not be them.
         p.error("--op and --dtype go with --config: --all traces the whole grid")
@@ -504,6 +630,40 @@ def main(argv=None):
               "(run python3 -m harness trace --all)" % os.path.join(a.out_dir, inputs.RECORD))
         return 1
     return 1 if stale else 0
+
+
+def points_main(a):
+    """`trace --points`: the measured points' configurations, traced."""
+    missing = preflight.missing_modules(("torch", "diffusers"))
+    if missing:
+        print("error: %s" % preflight.install_hint(missing, "tracing"), file=sys.stderr)
+        return 2
+    import diffusers
+
+    diffusers.utils.logging.set_verbosity_error()
+    docs = [configs.load(f) for f in configs.families()]
+    store_path = os.path.join(os.path.dirname(os.path.normpath(a.out_dir)), "vae.json")
+    try:
+        with open(store_path, encoding="utf-8") as f:
+            store = json.load(f)
+    except (OSError, ValueError) as e:
+        print("error: %s: %s" % (store_path, e), file=sys.stderr)
+        return 2
+    _, untraced = point_configs(store, docs)
+    for pid, why in untraced:
+        print("untraced: %s: %s" % (pid, why), file=sys.stderr)
+    text = points_csv(store, docs, None if a.quiet else (lambda line: print(line, file=sys.stderr)))
+    path = os.path.join(a.out_dir, "points", "points.csv")
+    if a.check:
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if old != text:
+            print("stale: %s differs from its trace (run python3 -m harness trace --points)" % path)
+            return 1
+        return 0
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomically(path, text)
+    print("%s: %d rows" % (path, text.count("\n") - 1))
+    return 0
 
 
 if __name__ == "__main__":

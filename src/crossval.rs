@@ -37,6 +37,9 @@ pub enum HoldOut {
     /// Every point of one family: priced from its own trace, scaled by its
     /// class's calibration on the other families' points (docs/traced.md).
     Family,
+    /// Every point of one architecture class: priced from its own traces,
+    /// by the calibrations of the other classes alone.
+    Class,
 }
 
 /// One held-out point, priced by the line refit without it.
@@ -124,6 +127,7 @@ fn fold_label(by: HoldOut, p: &Point, policy: &Policy) -> String {
         HoldOut::Source => p.source.to_string(),
         HoldOut::Tile => format!("tile {}", p.key.tile),
         HoldOut::Family => format!("family {}", p.key.vae),
+        HoldOut::Class => format!("class {}", policy.class_of(p.key.vae.as_str()).map_or("none", |c| c.as_str())),
     }
 }
 
@@ -489,6 +493,64 @@ pub fn family_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::S
     report(HoldOut::Family, checks, not_validated)
 }
 
+/// `--by class`: each architecture class's points priced by calibrations
+/// fitted on the other classes' points alone: at the point's own platform,
+/// op, dtype and tile, the most cautious other class's calibration (the
+/// untiled one where no other class has the tile). The honest test of a
+/// class nobody measured: what its price would be, from its trace alone.
+pub fn class_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::Shapes) -> Result<CrossvalReport> {
+    use crate::traced::{calibration_points, calibrations, priced, CalibrationKey};
+    let margin = policy.traced.as_ref().map_or(policy.margin, |t| t.margin);
+    let groups = calibration_points(points, policy, shapes);
+    let classes: BTreeSet<crate::registry::ArchClass> = groups.keys().map(|k| k.class).collect();
+    let mut checks = Vec::new();
+    let mut not_validated = Vec::new();
+    for class in &classes {
+        let without: BTreeMap<_, Vec<_>> =
+            groups.iter().filter(|(k, _)| k.class != *class).map(|(k, g)| (k.clone(), g.clone())).collect();
+        let fold = calibrations(&without, margin, policy.min_sizes)?;
+        for (key, group) in groups.iter().filter(|(k, _)| k.class == *class) {
+            let others = |tile: u32| -> Vec<&fit::Rounded> {
+                fold.iter()
+                    .filter(|(k, _)| {
+                        let at = CalibrationKey { class: k.class, tile, ..key.clone() };
+                        **k == at
+                    })
+                    .map(|(_, f)| &f.rounded)
+                    .collect()
+            };
+            let mut found = others(key.tile);
+            if found.is_empty() && key.tile != 0 {
+                found = others(0);
+            }
+            if found.is_empty() {
+                not_validated.push(format!(
+                    "{}: no other class measured on {} {} {} {} {} (tile {})",
+                    group[0].line,
+                    key.conv_backend,
+                    key.allocator,
+                    key.os,
+                    key.op,
+                    key.dtype,
+                    key.tile
+                ));
+                continue;
+            }
+            let mut check = LineCheck::new(group[0].line.clone(), 1);
+            for c in group {
+                let mut reserve = 0u64;
+                for cal in &found {
+                    reserve = reserve.max(priced(cal, c.traced)?);
+                }
+                let reserve = reserve.checked_add(c.clip).ok_or_else(|| anyhow!("{}: too large", c.point.id))?;
+                check.points.push(HeldOut::priced(c.point, reserve, format!("class {}", class.as_str()), policy)?);
+            }
+            checks.push(finish_check(check)?);
+        }
+    }
+    report(HoldOut::Class, checks, not_validated)
+}
+
 /// [`crossval`] of the lines fitted from `root`'s own points and policy.
 pub fn of_root(
     root: &std::path::Path,
@@ -499,6 +561,9 @@ pub fn of_root(
     let shapes = crate::traced::Shapes::of(&inp.traces, &inp.policy)?;
     if by == HoldOut::Family {
         return family_folds(&inp.points, &inp.policy, &shapes);
+    }
+    if by == HoldOut::Class {
+        return class_folds(&inp.points, &inp.policy, &shapes);
     }
     // A line follows its trace past its range only where the shipped file
     // carries the traces: with a `[traced]` margin declared.

@@ -760,3 +760,41 @@ fn the_traces_record_catches_a_change_to_any_input() {
         assert!(err.contains("tracing needs torch"), "{what}: {err}");
     }
 }
+
+/// The allocator model (`harness/allocator.py`): every rule of PyTorch's
+/// caching allocator it replays holds on its hand-computed stream, with the
+/// machine's python3 and no torch.
+#[test]
+fn the_allocator_model_holds_every_rule_on_its_hand_computed_streams() {
+    let out = std::process::Command::new("python3")
+        .args(["-S", "-m", "harness.allocator"])
+        .current_dir(repo())
+        .output()
+        .expect("python3");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("every rule holds"), "{text}");
+}
+
+/// Each rule's test catches its own mistake: a model with a wrong
+/// constant, a best fit turned worst fit, coalescing turned off, or
+/// expandable segments growing by small pages fails the streams that
+/// name that rule.
+#[test]
+fn the_allocator_selftest_catches_a_wrong_rule() {
+    let mistakes = [
+        ("a.SMALL_SIZE = 2 * a.MiB", "1 MiB"),
+        ("a.LARGE_BUFFER = 2 * a.MiB", "20 MiB"),
+        ("a.MIN_BLOCK = 256", "512"),
+        ("a.Native._free_block = lambda self, pool, size: next((pool.blocks[k] for k in reversed(pool.keys) if k[0] >= size), None)", "best fit"),
+        ("a.Native.free = lambda self, b: (setattr(self, 'allocated', self.allocated - b.size), setattr(b, 'free', True), b.pool.insert(b))", "merge"),
+        ("a.ASYNC['pages'] = (20 * a.MiB, 20 * a.MiB)", "cudaMallocAsync"),
+    ];
+    for (mistake, named) in mistakes {
+        let script = format!("import harness.allocator as a\n{mistake}\nimport sys\np = a.selftest()\nprint('\\n'.join(p))\nsys.exit(1 if p else 0)");
+        let out = std::process::Command::new("python3").args(["-S", "-c", &script]).current_dir(repo()).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(!out.status.success(), "{mistake}: not caught");
+        assert!(text.to_lowercase().contains(&named.to_lowercase()), "{mistake}: caught, but no problem names '{named}': {text}");
+    }
+}

@@ -29,6 +29,7 @@ mod refusals;
 mod report;
 mod reserve;
 mod scale;
+mod simulated;
 mod schemas;
 mod shell;
 mod snapshots;

@@ -383,6 +383,8 @@ pub(super) enum ByArg {
     Tile,
     /// Price each family's points from its trace, calibrated on the other families of its class.
     Family,
+    /// Price each class's points from its families' traces, calibrated on the other classes alone.
+    Class,
 }
 
 #[derive(Args, Debug)]
@@ -397,6 +399,10 @@ pub(super) struct CrossvalArgs {
     /// `[[host_estimator]]`s and video estimates) and by vramfit, side by side.
     #[arg(long, value_name = "HOST", conflicts_with_all = ["by", "fail_under"])]
     pub(super) against: Option<String>,
+    /// Instead: every measured point beside the allocator replay of the trace at its own
+    /// configuration (measurements/traced/points/points.csv), measured ÷ simulated per class and platform.
+    #[arg(long, conflicts_with_all = ["by", "fail_under", "against"])]
+    pub(super) simulated: bool,
 }
 
 #[derive(Args, Debug)]

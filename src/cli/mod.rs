@@ -327,6 +327,7 @@ fn run_command(
             let (opts, fail_over) = diff_options(a, &root)?;
             s.show(commands::diff::run(&root, &opts, fail_over)?)
         }
+        Command::Crossval(a) if a.simulated => s.show(commands::crossval::simulated(&root)?),
         Command::Crossval(a) if a.against.is_some() => {
             s.show(commands::crossval::against(&root, a.against.as_deref().unwrap_or_default())?)
         }

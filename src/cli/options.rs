@@ -203,6 +203,7 @@ pub(super) fn hold_out(by: ByArg) -> HoldOut {
         ByArg::Source => HoldOut::Source,
         ByArg::Tile => HoldOut::Tile,
         ByArg::Family => HoldOut::Family,
+        ByArg::Class => HoldOut::Class,
     }
 }
 

@@ -23,3 +23,14 @@ pub fn run(
 pub fn against(root: &Path, host: &str) -> Result<Outcome<crate::crossval::against::AgainstReport>> {
     Ok(Outcome::of(crate::crossval::against::of_root(root, host)?))
 }
+
+/// `--simulated`: every measured point beside the allocator replay of its
+/// own configuration's trace. The figures are the answer, not findings.
+pub fn simulated(root: &Path) -> Result<Outcome<crate::traced::validation::SimulatedReport>> {
+    let ws = crate::workspace::Workspace::new(root);
+    let inp = ws.inputs_strict(crate::workspace::Digest::Skip)?;
+    let path = root.join("measurements").join("traced").join("points").join("points.csv");
+    let text = crate::fsio::read_text(&path)?;
+    let rows = crate::points::traced::parse(&text, &crate::fsio::shown(&path), Some(&inp.policy.registry))?;
+    Ok(Outcome::of(crate::traced::validation::compare(&inp.points, &rows, &inp.policy)))
+}

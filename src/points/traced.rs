@@ -31,12 +31,74 @@ pub struct TracedRow {
     pub batch: u64,
     /// Peak live bytes over the op.
     pub bytes: u64,
+    /// The allocator models' peaks over the op's traced stream, per
+    /// platform (`simulated` column, `backend/allocator=ALLOCATED:RESERVED;…`;
+    /// absent column: none): `harness/allocator.py`, docs/traced.md.
+    pub simulated: Vec<Simulated>,
     /// The architecture's facts as the tracer read them (`facts` column,
     /// `key=value;…`; absent column: None): what `family add` registers.
     pub facts: Option<String>,
     /// Where it was read: file and line.
     pub file: String,
     pub line: u64,
+}
+
+/// One platform's simulated peaks over a traced op.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Simulated {
+    /// `cudnn` or `miopen`: whose workspaces the replay declared.
+    pub conv_backend: String,
+    /// `native`, `expandable_segments` or `cudaMallocAsync`.
+    pub allocator: String,
+    /// `max_memory_allocated()` over the op, as the replay has it.
+    pub allocated: u64,
+    /// `max_memory_reserved()` over the op, as the replay has it.
+    pub reserved: u64,
+}
+
+impl TracedRow {
+    /// The simulated peaks on one platform (None: not replayed there).
+    pub fn simulated_on(&self, conv_backend: &str, allocator: &str) -> Option<&Simulated> {
+        self.simulated.iter().find(|s| s.conv_backend == conv_backend && s.allocator == allocator)
+    }
+
+    /// The bytes a shape is drawn through: the reserved peak the native
+    /// allocator's replay gives under cuDNN's workspaces where the row was
+    /// replayed, else the live peak (a row of a tracer before the replay).
+    pub fn shaped_bytes(&self) -> u64 {
+        self.simulated_on(REFERENCE.0, REFERENCE.1).map_or(self.bytes, |s| s.reserved)
+    }
+}
+
+/// The reference platform of a traced row's shape: the peaks the native
+/// allocator reserves under cuDNN's declared workspaces. Shapes are drawn
+/// on it; a platform's calibration carries the rest (docs/traced.md).
+pub const REFERENCE: (&str, &str) = ("cudnn", "native");
+
+/// Parses a `simulated` field: `backend/allocator=ALLOCATED:RESERVED` joined
+/// by `;`, each a platform once, allocated no more than reserved.
+pub fn parse_simulated(field: &str) -> std::result::Result<Vec<Simulated>, String> {
+    let mut out: Vec<Simulated> = Vec::new();
+    if field.is_empty() {
+        return Ok(out);
+    }
+    for part in field.split(';') {
+        let bad = || format!("expected backend/allocator=ALLOCATED:RESERVED, found '{}'", part.escape_debug());
+        let (platform, peaks) = part.split_once('=').ok_or_else(bad)?;
+        let (backend, allocator) = platform.split_once('/').ok_or_else(bad)?;
+        let (a, r) = peaks.split_once(':').ok_or_else(bad)?;
+        let digits = |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().ok()).flatten();
+        let (Some(allocated), Some(reserved)) = (digits(a), digits(r)) else { return Err(bad()) };
+        if backend.is_empty() || allocator.is_empty() || allocated > reserved {
+            return Err(bad());
+        }
+        if out.iter().any(|s| s.conv_backend == backend && s.allocator == allocator) {
+            return Err(format!("platform {backend}/{allocator} given twice"));
+        }
+        out.push(Simulated { conv_backend: backend.to_string(), allocator: allocator.to_string(), allocated, reserved });
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// The columns a traced file must have (others, the provenance, are kept in
@@ -60,7 +122,7 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
         })?;
     }
     let optional = |name: &str| header.iter().position(|h| h == name);
-    let (temporal_at, facts_at) = (optional("temporal_tile"), optional("facts"));
+    let (temporal_at, facts_at, simulated_at) = (optional("temporal_tile"), optional("facts"), optional("simulated"));
     let mut rows = Vec::new();
     for (line, text) in lines {
         let f = split_fields(text, file, line, Some(&header))?;
@@ -123,6 +185,12 @@ pub fn parse(text: &str, file: &str, registry: Option<&Registry>) -> Result<Vec<
                         )
                     })?
                 }
+            },
+            simulated: match simulated_at {
+                None => Vec::new(),
+                Some(k) => parse_simulated(f[k].trim()).map_err(|e| {
+                    anyhow::Error::new(InputError::at_line(file, line, format!("simulated: {e}")).field("simulated"))
+                })?,
             },
             facts: facts_at.map(|k| f[k].trim().to_string()),
             file: file.to_string(),

@@ -82,6 +82,9 @@ fn summary(r: &CrossvalReport) -> String {
         crate::crossval::HoldOut::Family => {
             "leave each family out, calibrate its class on the others, price it from its own trace"
         }
+        crate::crossval::HoldOut::Class => {
+            "leave each class out, price it from its own traces by the other classes' calibrations"
+        }
     };
     let mut s = format!(
         "crossval ({what}): {} of {} held-out points covered ({}%), worst ratio {}, mean {}\n",
@@ -195,6 +198,94 @@ mod against {
             if !under.is_empty() {
                 s.push('\n');
                 s.push_str(&markdown_table(&HEADERS, &under));
+            }
+            Some(s)
+        }
+    }
+}
+
+mod simulated {
+    use super::{grid, markdown_table};
+    use crate::report::Report;
+    use crate::traced::validation::SimulatedReport;
+
+    const GROUP_HEADERS: [&str; 6] = ["group", "points", "within band", "min", "median", "max"];
+    const POINT_HEADERS: [&str; 8] = ["id", "class", "platform", "metric", "measured MiB", "simulated MiB", "ratio", "band"];
+
+    fn group_rows(r: &SimulatedReport) -> Vec<Vec<String>> {
+        r.groups
+            .iter()
+            .map(|g| {
+                vec![
+                    g.group.clone(),
+                    g.points.to_string(),
+                    format!("{} ({}%)", g.within, g.within * 100 / g.points.max(1)),
+                    g.min.clone(),
+                    g.median.clone(),
+                    g.max.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn point_rows(r: &SimulatedReport, outside_only: bool) -> Vec<Vec<String>> {
+        r.compared
+            .iter()
+            .filter(|c| !outside_only || !c.within)
+            .map(|c| {
+                vec![
+                    c.id.clone(),
+                    c.class.clone(),
+                    c.platform.clone(),
+                    format!("{:?}", c.metric).to_lowercase(),
+                    (c.measured_bytes >> 20).to_string(),
+                    (c.simulated_bytes >> 20).to_string(),
+                    c.ratio.clone(),
+                    if c.within { "in".into() } else { "OUTSIDE".into() },
+                ]
+            })
+            .collect()
+    }
+
+    fn summary(r: &SimulatedReport) -> String {
+        let all = r.groups.iter().find(|g| g.group == "all");
+        let mut s = format!(
+            "crossval --simulated: measured ÷ simulated peak (reserved where published, else allocated) at each point's own \
+             configuration; {} of {} points within [{}, {}]\n",
+            all.map_or(0, |g| g.within),
+            all.map_or(0, |g| g.points),
+            r.band[0],
+            r.band[1]
+        );
+        for n in &r.not_compared {
+            s.push_str(&format!("not compared: {n}\n"));
+        }
+        s
+    }
+
+    impl Report for SimulatedReport {
+        const FORMATS: &'static [crate::report::Format] = {
+            use crate::report::Format;
+            &[Format::Table, Format::Json, Format::Markdown]
+        };
+
+        fn table(&self) -> String {
+            let mut s = grid(&POINT_HEADERS, point_rows(self, false), &[4, 5, 6]);
+            s.push('\n');
+            s.push_str(&grid(&GROUP_HEADERS, group_rows(self), &[1, 3, 4, 5]));
+            s.push('\n');
+            s.push_str(&summary(self));
+            s
+        }
+
+        fn markdown(&self) -> Option<String> {
+            let mut s = summary(self).replace('\n', "  \n");
+            s.push('\n');
+            s.push_str(&markdown_table(&GROUP_HEADERS, &group_rows(self)));
+            let outside = point_rows(self, true);
+            if !outside.is_empty() {
+                s.push('\n');
+                s.push_str(&markdown_table(&POINT_HEADERS, &outside));
             }
             Some(s)
         }

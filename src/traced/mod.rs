@@ -19,6 +19,7 @@ use anyhow::{anyhow, bail, Result};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod calibration;
+pub mod validation;
 pub use calibration::{
     calibrate_with_envelope, calibration_points, calibrations, priced, Calibrated, CalibrationKey, Fitted,
 };
@@ -124,14 +125,14 @@ fn row_coordinates(r: &TracedRow, policy: &Policy) -> Option<(ShapeKey, u64, u64
             let key =
                 ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile, temporal_tile: None, one_frame: false };
             let x = crate::exact::pixels(r.width, r.height, r.batch)?;
-            (r.frames == 1).then_some((key, x, r.bytes))
+            (r.frames == 1).then_some((key, x, r.shaped_bytes()))
         }
         Some(facts) => {
             let (x, clip, tt) = policy.video_coordinates(facts, r.op, r.dtype, r.tile, Some(r.temporal_tile), g)?;
             // One frame has no temporal walk: its rows are their own shape.
             let (temporal_tile, one_frame) = if r.frames == 1 { (None, true) } else { (Some(tt), false) };
             let key = ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile: 0, temporal_tile, one_frame };
-            Some((key, x, r.bytes.saturating_sub(clip)))
+            Some((key, x, r.shaped_bytes().saturating_sub(clip)))
         }
     }
 }
@@ -234,7 +235,7 @@ pub fn traces_digest(rows: &[TracedRow]) -> String {
                 r.height,
                 r.frames,
                 r.batch,
-                r.bytes
+                r.shaped_bytes()
             )
         })
         .collect();
@@ -254,6 +255,7 @@ mod tests {
             dtype: Dtype::Fp16,
             tile: 0,
             temporal_tile: 0,
+            simulated: Vec::new(),
             facts: None,
             width: w,
             height: w,
