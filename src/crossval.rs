@@ -526,13 +526,7 @@ pub fn class_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::Sh
             if found.is_empty() {
                 not_validated.push(format!(
                     "{}: no other class measured on {} {} {} {} {} (tile {})",
-                    group[0].line,
-                    key.conv_backend,
-                    key.allocator,
-                    key.os,
-                    key.op,
-                    key.dtype,
-                    key.tile
+                    group[0].line, key.conv_backend, key.allocator, key.os, key.op, key.dtype, key.tile
                 ));
                 continue;
             }

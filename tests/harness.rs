@@ -792,9 +792,13 @@ fn the_allocator_selftest_catches_a_wrong_rule() {
     ];
     for (mistake, named) in mistakes {
         let script = format!("import harness.allocator as a\n{mistake}\nimport sys\np = a.selftest()\nprint('\\n'.join(p))\nsys.exit(1 if p else 0)");
-        let out = std::process::Command::new("python3").args(["-S", "-c", &script]).current_dir(repo()).output().unwrap();
+        let out =
+            std::process::Command::new("python3").args(["-S", "-c", &script]).current_dir(repo()).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(!out.status.success(), "{mistake}: not caught");
-        assert!(text.to_lowercase().contains(&named.to_lowercase()), "{mistake}: caught, but no problem names '{named}': {text}");
+        assert!(
+            text.to_lowercase().contains(&named.to_lowercase()),
+            "{mistake}: caught, but no problem names '{named}': {text}"
+        );
     }
 }

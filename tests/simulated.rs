@@ -145,10 +145,17 @@ fn crossval_simulated_puts_every_point_beside_its_replay_in_the_band() {
     assert_eq!((all["points"].as_u64(), all["within"].as_u64()), (Some(6), Some(3)), "{j}");
     assert_eq!(all["max"], "1.500");
     let b = j["compared"].as_array().unwrap().iter().find(|c| c["id"] == "b-1024").unwrap().clone();
-    assert_eq!((b["ratio"].as_str(), b["within"].as_bool(), b["metric"].as_str()), (Some("1.500"), Some(false), Some("reserved")));
+    assert_eq!(
+        (b["ratio"].as_str(), b["within"].as_bool(), b["metric"].as_str()),
+        (Some("1.500"), Some(false), Some("reserved"))
+    );
     // A point no replay stands for is listed, not dropped.
     let text = fs::read_to_string(root.join("measurements/traced/points/points.csv")).unwrap();
-    fs::write(root.join("measurements/traced/points/points.csv"), text.lines().filter(|l| !l.starts_with("b,b,decode,fp16,0,0,2048")).collect::<Vec<_>>().join("\n") + "\n").unwrap();
+    fs::write(
+        root.join("measurements/traced/points/points.csv"),
+        text.lines().filter(|l| !l.starts_with("b,b,decode,fp16,0,0,2048")).collect::<Vec<_>>().join("\n") + "\n",
+    )
+    .unwrap();
     let out = vramfit().arg("--root").arg(root).args(["crossval", "--simulated"]).output().unwrap();
     let words = stdout_of(&out);
     assert!(words.contains("not compared: b-2048: no trace at its configuration"), "{words}");
@@ -161,7 +168,8 @@ fn crossval_by_class_prices_each_class_from_the_others_alone() {
     // priced by the other's calibration (1.0x + the margin) and covered.
     let dir = root_of(&[("a", "kl-2d", 800, 1600, Some(1600)), ("c", "dc-ae", 300, 500, Some(500))]);
     let root = dir.path();
-    let out = vramfit().arg("--root").arg(root).args(["--format", "json", "crossval", "--by", "class"]).output().unwrap();
+    let out =
+        vramfit().arg("--root").arg(root).args(["--format", "json", "crossval", "--by", "class"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let j = json_of(&out);
     assert_eq!(j["by"], "class");
@@ -176,7 +184,12 @@ fn crossval_by_class_prices_each_class_from_the_others_alone() {
     // A class measured at twice what the other's calibration says is not
     // covered: the fold never sees its own points.
     let dir = root_of(&[("a", "kl-2d", 800, 1600, Some(1600)), ("c", "dc-ae", 300, 500, Some(1000))]);
-    let out = vramfit().arg("--root").arg(dir.path()).args(["--format", "json", "crossval", "--by", "class"]).output().unwrap();
+    let out = vramfit()
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--format", "json", "crossval", "--by", "class"])
+        .output()
+        .unwrap();
     let j = json_of(&out);
     assert_eq!((j["held_out"].as_u64(), j["covered"].as_u64()), (Some(6), Some(3)), "{j}");
 }

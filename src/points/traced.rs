@@ -87,7 +87,8 @@ pub fn parse_simulated(field: &str) -> std::result::Result<Vec<Simulated>, Strin
         let (platform, peaks) = part.split_once('=').ok_or_else(bad)?;
         let (backend, allocator) = platform.split_once('/').ok_or_else(bad)?;
         let (a, r) = peaks.split_once(':').ok_or_else(bad)?;
-        let digits = |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().ok()).flatten();
+        let digits =
+            |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().ok()).flatten();
         let (Some(allocated), Some(reserved)) = (digits(a), digits(r)) else { return Err(bad()) };
         if backend.is_empty() || allocator.is_empty() || allocated > reserved {
             return Err(bad());
@@ -95,7 +96,12 @@ pub fn parse_simulated(field: &str) -> std::result::Result<Vec<Simulated>, Strin
         if out.iter().any(|s| s.conv_backend == backend && s.allocator == allocator) {
             return Err(format!("platform {backend}/{allocator} given twice"));
         }
-        out.push(Simulated { conv_backend: backend.to_string(), allocator: allocator.to_string(), allocated, reserved });
+        out.push(Simulated {
+            conv_backend: backend.to_string(),
+            allocator: allocator.to_string(),
+            allocated,
+            reserved,
+        });
     }
     out.sort();
     Ok(out)

@@ -210,7 +210,8 @@ mod simulated {
     use crate::traced::validation::SimulatedReport;
 
     const GROUP_HEADERS: [&str; 6] = ["group", "points", "within band", "min", "median", "max"];
-    const POINT_HEADERS: [&str; 8] = ["id", "class", "platform", "metric", "measured MiB", "simulated MiB", "ratio", "band"];
+    const POINT_HEADERS: [&str; 8] =
+        ["id", "class", "platform", "metric", "measured MiB", "simulated MiB", "ratio", "band"];
 
     fn group_rows(r: &SimulatedReport) -> Vec<Vec<String>> {
         r.groups

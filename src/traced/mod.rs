@@ -213,7 +213,43 @@ pub fn section(rows: &[TracedRow], points: &[Point], policy: &Policy) -> Result<
         traces_digest: traces_digest(rows),
         shapes: shipped_shapes,
         calibrations,
+        twins: twins(rows, points, policy),
     }))
+}
+
+/// Families with no measured point whose traced rows equal, key for key
+/// and byte for byte, those of a family with measured points: one
+/// architecture under two names. Of several such families, the one with
+/// the most points (then the first by name) is the twin.
+pub fn twins(rows: &[TracedRow], points: &[Point], policy: &Policy) -> BTreeMap<String, crate::contract::traced::Twin> {
+    type Grid = BTreeMap<(Op, Dtype, u32, u32, u64, u64, u64, u64), u64>;
+    let mut grids: BTreeMap<&str, Grid> = BTreeMap::new();
+    for r in rows {
+        let key = (r.op, r.dtype, r.tile, r.temporal_tile, r.width, r.height, r.frames, r.batch);
+        grids.entry(r.vae.as_str()).or_default().insert(key, r.shaped_bytes());
+    }
+    let mut measured: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in points.iter().filter(|p| !policy.is_excluded(p.id.as_str())) {
+        *measured.entry(p.key.vae.as_str()).or_default() += 1;
+    }
+    let mut out = BTreeMap::new();
+    for (family, grid) in &grids {
+        if measured.contains_key(family) || grid.is_empty() {
+            continue;
+        }
+        let class = policy.class_of(family);
+        let best = grids
+            .iter()
+            .filter(|(other, g)| measured.contains_key(*other) && *g == grid && policy.class_of(other) == class)
+            .max_by_key(|(other, _)| (measured[*other], std::cmp::Reverse(**other)));
+        if let Some((other, _)) = best {
+            out.insert(
+                family.to_string(),
+                crate::contract::traced::Twin { of: other.to_string(), rows: grid.len() as u64 },
+            );
+        }
+    }
+    out
 }
 
 /// SHA-256 over the rows' fields, one line each, sorted: the shapes'

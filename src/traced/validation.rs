@@ -94,7 +94,9 @@ fn row_of<'a>(p: &Point, rows: &'a [TracedRow]) -> Option<&'a TracedRow> {
         .collect();
     let model = p.model.as_ref().map(|m| m.as_str().replace('-', "_"));
     let named = same.iter().find(|r| model.as_deref().is_some_and(|m| m == r.family || m.starts_with(&r.family)));
-    named.copied().or_else(|| (same.iter().map(|r| &r.family).collect::<std::collections::BTreeSet<_>>().len() == 1).then(|| same[0]))
+    named.copied().or_else(|| {
+        (same.iter().map(|r| &r.family).collect::<std::collections::BTreeSet<_>>().len() == 1).then(|| same[0])
+    })
 }
 
 /// Every point that is not excluded, beside its replay on its own platform.
@@ -129,12 +131,21 @@ pub fn compare(points: &[Point], rows: &[TracedRow], policy: &Policy) -> Simulat
             measured_bytes: measured,
             simulated_bytes: simulated,
             ratio: milli_text(m),
-            allocated_ratio: p.allocated_bytes.filter(|_| metric == Metric::Reserved).map(|a| milli_text(milli(a, sim.allocated))),
+            allocated_ratio: p
+                .allocated_bytes
+                .filter(|_| metric == Metric::Reserved)
+                .map(|a| milli_text(milli(a, sim.allocated))),
             within: (BAND_MILLI.0..=BAND_MILLI.1).contains(&m),
             milli: m,
         });
     }
-    compared.sort_by(|a, b| (a.class.as_str(), a.platform.as_str(), a.id.as_str()).cmp(&(b.class.as_str(), b.platform.as_str(), b.id.as_str())));
+    compared.sort_by(|a, b| {
+        (a.class.as_str(), a.platform.as_str(), a.id.as_str()).cmp(&(
+            b.class.as_str(),
+            b.platform.as_str(),
+            b.id.as_str(),
+        ))
+    });
     let mut by: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for c in &compared {
         by.entry(format!("class {}", c.class)).or_default().push(c.milli);
@@ -155,10 +166,5 @@ pub fn compare(points: &[Point], rows: &[TracedRow], policy: &Policy) -> Simulat
             }
         })
         .collect();
-    SimulatedReport {
-        band: [milli_text(BAND_MILLI.0), milli_text(BAND_MILLI.1)],
-        compared,
-        groups,
-        not_compared,
-    }
+    SimulatedReport { band: [milli_text(BAND_MILLI.0), milli_text(BAND_MILLI.1)], compared, groups, not_compared }
 }

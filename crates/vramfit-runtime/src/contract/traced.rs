@@ -14,6 +14,7 @@ use crate::exact::{Overflow, Ratio};
 use crate::registry::ArchClass;
 use crate::vocab::{Allocator, ConvBackend, Dtype, Op, Os};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A measured line's price past its largest measured size `end`, grown as
 /// its family's trace grows (docs/traced.md, "Past the measured range"):
@@ -49,6 +50,22 @@ pub struct TracedSection {
     pub shapes: Vec<TracedShape>,
     /// Every class's calibrations, sorted by key.
     pub calibrations: Vec<Calibration>,
+    /// Families with no measured point whose traces equal a measured
+    /// family's on every row (one architecture under two names: SD3's VAE
+    /// is FLUX.1's): each is priced by its twin's measured lines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub twins: BTreeMap<String, Twin>,
+}
+
+/// A family priced as another: the measured family whose traced rows equal
+/// its own, and how many rows agree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Twin {
+    /// The measured family with the same architecture.
+    pub of: String,
+    /// Traced rows (op, dtype, tiles, size, frames, batch) that agree, byte for byte.
+    pub rows: u64,
 }
 
 /// The coordinate a shape is a function of.

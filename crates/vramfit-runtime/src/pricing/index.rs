@@ -294,6 +294,15 @@ impl Coefficients {
     pub(super) fn family_measured(&self, family: &str) -> bool {
         self.measured_families.contains(family)
     }
+
+    /// The measured family a family nobody measured is priced as: its
+    /// architecture's twin, where the shipped file names one.
+    pub(super) fn twin_of(&self, family: &str) -> Option<&crate::contract::traced::Twin> {
+        if self.family_measured(family) {
+            return None;
+        }
+        self.file.traced.as_ref()?.twins.get(family)
+    }
 }
 
 impl Coefficients {

@@ -86,6 +86,12 @@ impl Coefficients {
     pub fn resolve(&self, q: &Query, env: &EnvSnapshot) -> Result<Resolved> {
         let mut tile = self.effective_tile(q)?;
         let family_text = self.family_text(&q.vae)?;
+        // One architecture, one price: a family nobody measured whose traces
+        // equal a measured family's is priced as that family (`twins`).
+        let family_text = match self.twin_of(family_text.as_str()) {
+            Some(twin) => self.family_text(&twin.of)?,
+            None => family_text,
+        };
         let family = family_text.as_str();
         let temporal_tile = self.temporal_tile(q, family)?;
         if temporal_tile.is_some() {
@@ -534,12 +540,21 @@ impl Pricer for Coefficients {
                 bytes: f.bytes,
             });
         }
+        if let Some((asked, twin)) = self.family_text(&q.vae).ok().and_then(|a| Some((a, self.twin_of(a.as_str())?))) {
+            warnings.push(Warning::Twin { family: asked.to_string(), of: twin.of.clone(), rows: twin.rows });
+        }
         let lifted = s.lifted.as_ref().map(|l| monotone::lifted(&s, &l.0, &l.1));
         if let Some(l) = &lifted {
             warnings.push(Warning::Lifted { words: monotone::lifted_warning(l) });
         }
         let first_use = self.first_use_of(&s.ask.resolved, q.warm);
         warnings.extend(first_use_warning(&s.ask.resolved, first_use.as_ref(), q.warm));
+        // Extrapolated whenever anything the answer rests on is used
+        // outside its range: the line, the trace, or the corner that lifted
+        // it (issue 62: a warning that said so beside `extrapolated: false`).
+        let extrapolated = extrapolated
+            || lifted.as_ref().is_some_and(|l| l.extrapolated)
+            || warnings.iter().any(|w| matches!(w, Warning::TraceExtrapolated { .. } | Warning::Extrapolated { .. }));
         let warnings: Vec<String> = warnings.iter().map(Warning::to_string).collect();
         let bytes = Self::with_first_use(s.final_bytes(), first_use.as_ref())?;
         Ok(Price {

@@ -74,6 +74,13 @@ impl Coefficients {
             Some(v) => {
                 let facts = v.facts;
                 let mut frame_corners = vec![q.frames];
+                // One frame is a shape of its own (a video VAE run on an
+                // image): every clip it takes is floored by it, so a clip
+                // never prices below a single frame of its size (issue 62:
+                // frames 1 -> 2 fell to 0.32x for Cosmos).
+                if q.frames > 1 && facts.frame_count(1, q.op == crate::vocab::Op::Decode).is_ok() {
+                    frame_corners.push(1);
+                }
                 if let Some(video) = self.file.video.as_ref() {
                     let ends = video.estimates.iter().filter(|e| e.vae == family.as_str() && e.op == q.op);
                     frame_corners.extend(ends.map(|e| e.max_clip).filter(|m| (1..q.frames).contains(m)));

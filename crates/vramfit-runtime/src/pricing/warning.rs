@@ -36,6 +36,8 @@ pub enum Warning {
     TraceExtrapolated { at: u64, family: String, lo: u64, hi: u64 },
     /// Another dtype's line on this platform sets the floor.
     OtherDtypeFloor { by: String, by_dtype: Dtype, dtype: Dtype },
+    /// Nothing measured for the family: its twin's lines price it.
+    Twin { family: String, of: String, rows: u64 },
     /// Nothing measured for the family: its trace scaled by its class.
     FamilyTraced { family: String },
     /// Nothing measured for the family: the previous estimator's guess.
@@ -79,6 +81,7 @@ impl Warning {
             Warning::UncalibratedClass { .. } => "uncalibrated-class",
             Warning::TraceExtrapolated { .. } => "trace-extrapolated",
             Warning::OtherDtypeFloor { .. } => "other-dtype-floor",
+            Warning::Twin { .. } => "twin",
             Warning::FamilyTraced { .. } => "family-traced",
             Warning::FamilyUnmeasured { .. } => "family-unmeasured",
             Warning::Simulated { .. } => "simulated",
@@ -130,6 +133,11 @@ impl fmt::Display for Warning {
                 "{by}, measured in {by_dtype} on this platform, sets the floor for {dtype}: a run dtype is never \
                  priced below another dtype's measured line of the same VAE (the demand does not follow the element \
                  size)"
+            ),
+            Warning::Twin { family, of, rows } => write!(
+                f,
+                "nothing has been measured for the {family} VAE, but its architecture is {of}'s (their traces agree \
+                 on all {rows} rows): it is priced by {of}'s measured lines"
             ),
             Warning::FamilyTraced { family } => write!(
                 f,
@@ -199,6 +207,7 @@ mod tests {
             Warning::UncalibratedClass { family: s(), class: "dc-ae", calibration: s() },
             Warning::TraceExtrapolated { at: 1, family: s(), lo: 2, hi: 3 },
             Warning::OtherDtypeFloor { by: s(), by_dtype: Dtype::Fp16, dtype: Dtype::Bf16 },
+            Warning::Twin { family: s(), of: s(), rows: 4 },
             Warning::FamilyTraced { family: s() },
             Warning::FamilyUnmeasured { family: s() },
             Warning::Simulated { line: s(), points: 2 },
