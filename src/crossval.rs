@@ -510,19 +510,32 @@ pub fn class_folds(points: &[Point], policy: &Policy, shapes: &crate::traced::Sh
             groups.iter().filter(|(k, _)| k.class != *class).map(|(k, g)| (k.clone(), g.clone())).collect();
         let fold = calibrations(&without, margin, policy.min_sizes)?;
         for (key, group) in groups.iter().filter(|(k, _)| k.class == *class) {
-            let others = |tile: u32| -> Vec<&fit::Rounded> {
-                fold.iter()
-                    .filter(|(k, _)| {
-                        let at = CalibrationKey { class: k.class, tile, ..key.clone() };
-                        **k == at
-                    })
-                    .map(|(_, f)| &f.rounded)
-                    .collect()
+            // As the runtime prices a class nobody measured: the other
+            // classes' calibrations for the op at the tile (else untiled) on
+            // this platform in this dtype; else on this platform or in this
+            // dtype; else any; those on this conv backend first.
+            let tile = if fold.keys().any(|k| k.op == key.op && k.tile == key.tile) { key.tile } else { 0 };
+            let same_platform = |k: &CalibrationKey| {
+                k.conv_backend == key.conv_backend && k.allocator == key.allocator && k.os == key.os
             };
-            let mut found = others(key.tile);
-            if found.is_empty() && key.tile != 0 {
-                found = others(0);
+            let of_op = || fold.iter().filter(|(k, _)| k.op == key.op && k.tile == tile);
+            let mut found: Vec<(&CalibrationKey, &fit::Rounded)> = of_op()
+                .filter(|(k, _)| same_platform(k) && k.dtype == key.dtype)
+                .map(|(k, f)| (k, &f.rounded))
+                .collect();
+            if found.is_empty() {
+                found = of_op()
+                    .filter(|(k, _)| same_platform(k) || k.dtype == key.dtype)
+                    .map(|(k, f)| (k, &f.rounded))
+                    .collect();
             }
+            if found.is_empty() {
+                found = of_op().map(|(k, f)| (k, &f.rounded)).collect();
+            }
+            if found.iter().any(|(k, _)| k.conv_backend == key.conv_backend) {
+                found.retain(|(k, _)| k.conv_backend == key.conv_backend);
+            }
+            let found: Vec<&fit::Rounded> = found.into_iter().map(|(_, r)| r).collect();
             if found.is_empty() {
                 not_validated.push(format!(
                     "{}: no other class measured on {} {} {} {} {} (tile {})",

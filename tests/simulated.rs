@@ -193,3 +193,33 @@ fn crossval_by_class_prices_each_class_from_the_others_alone() {
     let j = json_of(&out);
     assert_eq!((j["held_out"].as_u64(), j["covered"].as_u64()), (Some(6), Some(3)), "{j}");
 }
+
+#[test]
+fn a_family_whose_traces_equal_a_measured_familys_is_priced_by_its_lines() {
+    // `t` has a's architecture under another name (SD3's VAE is FLUX.1's):
+    // the same traced rows, byte for byte, and no point of its own.
+    let dir = root_of(&[("a", "kl-2d", 800, 1600, Some(1700)), ("t", "kl-2d", 800, 1600, None)]);
+    let root = dir.path();
+    for side in [768u64, 1024, 1536] {
+        let (a, t) = (reserve(root, "a", side), reserve(root, "t", side));
+        assert_eq!(t["bytes"], a["bytes"], "{t}\n{a}");
+        assert_eq!(t["rule"], a["rule"], "{t}");
+        let words = t["warnings"].to_string();
+        assert!(words.contains("its architecture is a's") && words.contains("all 3 rows"), "{words}");
+    }
+    let shipped: Value = serde_json::from_str(&fs::read_to_string(root.join("fits/vae.json")).unwrap()).unwrap();
+    assert_eq!(shipped["traced"]["twins"]["t"], serde_json::json!({"of": "a", "rows": 3}));
+    // One byte apart is another architecture: priced by its own trace.
+    let dir = root_of(&[("a", "kl-2d", 800, 1600, Some(1700)), ("u", "kl-2d", 800, 1600, None)]);
+    let root = dir.path();
+    let path = root.join("measurements/traced/u.csv");
+    let text = fs::read_to_string(&path).unwrap();
+    let r = 1600u64 * 512 * 512;
+    fs::write(&path, text.replacen(&format!(":{r};"), &format!(":{};", r + 1), 1)).unwrap();
+    vramfit().arg("--root").arg(root).arg("emit").assert().code(0);
+    let u = reserve(root, "u", 1024);
+    assert_eq!(u["rule"], "traced", "{u}");
+    assert!(!u["warnings"].to_string().contains("architecture is"), "{u}");
+    // Measured, a family is priced by its own points whatever its traces.
+    vramfit().arg("--root").arg(root).arg("verify").assert().code(0);
+}
