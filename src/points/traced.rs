@@ -46,10 +46,8 @@ pub struct TracedRow {
 /// One platform's simulated peaks over a traced op.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Simulated {
-    /// `cudnn` or `miopen`: whose workspaces the replay declared.
-    pub conv_backend: String,
-    /// `native`, `expandable_segments` or `cudaMallocAsync`.
-    pub allocator: String,
+    /// Whose workspaces the replay declared, and which allocator it replayed.
+    pub platform: crate::contract::traced::ReplayPlatform,
     /// `max_memory_allocated()` over the op, as the replay has it.
     pub allocated: u64,
     /// `max_memory_reserved()` over the op, as the replay has it.
@@ -58,22 +56,26 @@ pub struct Simulated {
 
 impl TracedRow {
     /// The simulated peaks on one platform (None: not replayed there).
-    pub fn simulated_on(&self, conv_backend: &str, allocator: &str) -> Option<&Simulated> {
-        self.simulated.iter().find(|s| s.conv_backend == conv_backend && s.allocator == allocator)
+    pub fn simulated_on(&self, platform: crate::contract::traced::ReplayPlatform) -> Option<&Simulated> {
+        self.simulated.iter().find(|s| s.platform == platform)
+    }
+
+    /// Each platform the row was replayed on with its reserved peak; a row
+    /// of a tracer before the replay: its live peak, on no platform.
+    pub fn peaks(&self) -> Vec<(Option<crate::contract::traced::ReplayPlatform>, u64)> {
+        if self.simulated.is_empty() {
+            return vec![(None, self.bytes)];
+        }
+        self.simulated.iter().map(|s| (Some(s.platform), s.reserved)).collect()
     }
 
     /// The bytes a shape is drawn through: the reserved peak the native
     /// allocator's replay gives under cuDNN's workspaces where the row was
     /// replayed, else the live peak (a row of a tracer before the replay).
     pub fn shaped_bytes(&self) -> u64 {
-        self.simulated_on(REFERENCE.0, REFERENCE.1).map_or(self.bytes, |s| s.reserved)
+        self.simulated_on(crate::contract::traced::REFERENCE).map_or(self.bytes, |s| s.reserved)
     }
 }
-
-/// The reference platform of a traced row's shape: the peaks the native
-/// allocator reserves under cuDNN's declared workspaces. Shapes are drawn
-/// on it; a platform's calibration carries the rest (docs/traced.md).
-pub const REFERENCE: (&str, &str) = ("cudnn", "native");
 
 /// Parses a `simulated` field: `backend/allocator=ALLOCATED:RESERVED` joined
 /// by `;`, each a platform once, allocated no more than reserved.
@@ -90,18 +92,16 @@ pub fn parse_simulated(field: &str) -> std::result::Result<Vec<Simulated>, Strin
         let digits =
             |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().ok()).flatten();
         let (Some(allocated), Some(reserved)) = (digits(a), digits(r)) else { return Err(bad()) };
-        if backend.is_empty() || allocator.is_empty() || allocated > reserved {
+        if allocated > reserved {
             return Err(bad());
         }
-        if out.iter().any(|s| s.conv_backend == backend && s.allocator == allocator) {
+        let conv_backend = backend.parse().map_err(|e| format!("{e}"))?;
+        let allocator = allocator.parse().map_err(|e| format!("{e}"))?;
+        let platform = crate::contract::traced::ReplayPlatform { conv_backend, allocator };
+        if out.iter().any(|s| s.platform == platform) {
             return Err(format!("platform {backend}/{allocator} given twice"));
         }
-        out.push(Simulated {
-            conv_backend: backend.to_string(),
-            allocator: allocator.to_string(),
-            allocated,
-            reserved,
-        });
+        out.push(Simulated { platform, allocated, reserved });
     }
     out.sort();
     Ok(out)

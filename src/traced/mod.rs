@@ -9,7 +9,9 @@
 //! demand (the `calibration` module). The traced price is the calibration
 //! at the family's own trace.
 
-use crate::contract::traced::{Calibration, ShapeUnit, TracedSection, TracedShape, TRACED_FORMULA};
+use crate::contract::traced::{
+    Calibration, ReplayPlatform, ShapeUnit, TracedSection, TracedShape, REFERENCE, TRACED_FORMULA,
+};
 use crate::fit::{self, Envelope, FitPoint};
 use crate::points::traced::TracedRow;
 use crate::points::Point;
@@ -37,6 +39,9 @@ pub struct ShapeKey {
     /// A video family's one-frame rows (no temporal tile): their own
     /// envelope, for one-frame runs (`TracedShape::one_frame`).
     pub one_frame: bool,
+    /// The platform whose replay the shape is drawn through (None: the
+    /// rows' live peak). Last, so a family's shapes sort together.
+    pub replayed_on: Option<ReplayPlatform>,
 }
 
 /// One shape: its envelope and the rows behind it.
@@ -61,10 +66,17 @@ impl Shapes {
         let mut grouped: BTreeMap<ShapeKey, Vec<FitPoint>> = BTreeMap::new();
         let ids: Vec<String> = rows.iter().map(|r| format!("{}:{}", r.file, r.line)).collect();
         for (r, id) in rows.iter().zip(&ids) {
-            let Some((key, x, y)) = row_coordinates(r, policy) else {
+            let Some((key, x, clip)) = row_coordinates(r, policy) else {
+                if r.frames != 1 && policy.registry.video(&r.vae).is_none() {
+                    continue;
+                }
                 bail!("{id}: a traced row too large to place on its family's line")
             };
-            grouped.entry(key).or_default().push(FitPoint { x, y, id });
+            // One shape per platform the row was replayed on.
+            for (replayed_on, y) in r.peaks() {
+                let key = ShapeKey { replayed_on, ..key.clone() };
+                grouped.entry(key).or_default().push(FitPoint { x, y: y.saturating_sub(clip), id });
+            }
         }
         let mut out = BTreeMap::new();
         for (key, pts) in grouped {
@@ -94,7 +106,23 @@ impl Shapes {
     /// dtype and tile, a clip's shape for every video point (None: no such
     /// shape).
     pub fn key_of(&self, p: &Point, policy: &Policy) -> Option<ShapeKey> {
-        point_coordinates(p, policy).map(|(k, _, _)| k).filter(|k| self.0.contains_key(k))
+        point_coordinates(p, policy).map(|(k, _, _)| self.on_platform(k, p)).filter(|k| self.0.contains_key(k))
+    }
+
+    /// `key` drawn through the point's own platform's replay where the
+    /// family has it, else the reference platform's, else its live peak
+    /// (as the runtime's `TracedSection::shapes_on` picks).
+    fn on_platform(&self, key: ShapeKey, p: &Point) -> ShapeKey {
+        let own = Some(ReplayPlatform { conv_backend: p.key.conv_backend, allocator: p.key.allocator });
+        let has = |on: Option<ReplayPlatform>| self.0.keys().any(|k| k.vae == key.vae && k.replayed_on == on);
+        let replayed_on = if has(own) {
+            own
+        } else if has(Some(REFERENCE)) {
+            Some(REFERENCE)
+        } else {
+            None
+        };
+        ShapeKey { replayed_on, ..key }
     }
 
     /// The trace at a point's own geometry, and the clip term its demand
@@ -106,6 +134,7 @@ impl Shapes {
     /// there is one, as `reserve` prices it.
     pub fn at_point(&self, p: &Point, policy: &Policy) -> Option<(u64, u64)> {
         let (key, x, clip) = point_coordinates(p, policy)?;
+        let key = self.on_platform(key, p);
         let one = ShapeKey { temporal_tile: None, one_frame: true, ..key.clone() };
         let key = if key.temporal_tile.is_some() && p.frames == 1 && self.0.contains_key(&one) { one } else { key };
         let [lo, hi] = self.0.get(&key)?.size_range;
@@ -116,23 +145,38 @@ impl Shapes {
     }
 }
 
-/// A traced row's shape key and coordinates `(x, traced − clip)`.
+/// A traced row's shape key (on no platform), coordinate and clip term.
 fn row_coordinates(r: &TracedRow, policy: &Policy) -> Option<(ShapeKey, u64, u64)> {
     let g = Geometry { width: r.width, height: r.height, frames: r.frames, batch: r.batch };
     match policy.registry.video(&r.vae) {
         None => {
             let tile = if u64::from(r.tile) >= r.width && u64::from(r.tile) >= r.height { 0 } else { r.tile };
-            let key =
-                ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile, temporal_tile: None, one_frame: false };
+            let key = ShapeKey {
+                vae: r.vae.clone(),
+                op: r.op,
+                dtype: r.dtype,
+                tile,
+                temporal_tile: None,
+                one_frame: false,
+                replayed_on: None,
+            };
             let x = crate::exact::pixels(r.width, r.height, r.batch)?;
-            (r.frames == 1).then_some((key, x, r.shaped_bytes()))
+            (r.frames == 1).then_some((key, x, 0))
         }
         Some(facts) => {
             let (x, clip, tt) = policy.video_coordinates(facts, r.op, r.dtype, r.tile, Some(r.temporal_tile), g)?;
             // One frame has no temporal walk: its rows are their own shape.
             let (temporal_tile, one_frame) = if r.frames == 1 { (None, true) } else { (Some(tt), false) };
-            let key = ShapeKey { vae: r.vae.clone(), op: r.op, dtype: r.dtype, tile: 0, temporal_tile, one_frame };
-            Some((key, x, r.shaped_bytes().saturating_sub(clip)))
+            let key = ShapeKey {
+                vae: r.vae.clone(),
+                op: r.op,
+                dtype: r.dtype,
+                tile: 0,
+                temporal_tile,
+                one_frame,
+                replayed_on: None,
+            };
+            Some((key, x, clip))
         }
     }
 }
@@ -145,7 +189,9 @@ fn point_coordinates(p: &Point, policy: &Policy) -> Option<(ShapeKey, u64, u64)>
         Some(_) => (0, Some(policy.line_key(p).temporal_tile.unwrap_or(0))),
     };
     let vae = p.key.vae.to_string();
-    Some((ShapeKey { vae, op: p.key.op, dtype: p.key.dtype, tile, temporal_tile, one_frame: false }, x, clip))
+    let key =
+        ShapeKey { vae, op: p.key.op, dtype: p.key.dtype, tile, temporal_tile, one_frame: false, replayed_on: None };
+    Some((key, x, clip))
 }
 
 /// A point's tile as its trace has it: a tile covering the image is no tile.
@@ -174,6 +220,7 @@ pub fn section(rows: &[TracedRow], points: &[Point], policy: &Policy) -> Result<
             tile: k.tile,
             temporal_tile: k.temporal_tile,
             one_frame: k.one_frame,
+            replayed_on: k.replayed_on,
             unit: if k.temporal_tile.is_some() || k.one_frame { ShapeUnit::WorkingSet } else { ShapeUnit::Pixels },
             slope: s.envelope.slope.to_fraction_string(),
             base: s.envelope.base.to_fraction_string(),
@@ -259,7 +306,7 @@ pub fn traces_digest(rows: &[TracedRow]) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{}:{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                "{}:{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
                 r.file,
                 r.line,
                 r.vae,
@@ -271,7 +318,15 @@ pub fn traces_digest(rows: &[TracedRow]) -> String {
                 r.height,
                 r.frames,
                 r.batch,
-                r.shaped_bytes()
+                r.bytes,
+                r.peaks()
+                    .iter()
+                    .map(|(p, b)| format!(
+                        "{}={b}",
+                        p.map_or("live".to_string(), |p| format!("{}/{}", p.conv_backend, p.allocator))
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(";")
             )
         })
         .collect();
@@ -318,6 +373,7 @@ mod tests {
             tile: 0,
             temporal_tile: None,
             one_frame: false,
+            replayed_on: None,
         };
         assert_eq!(shapes.at(&key, 1024 * 1024), Some(1536 * 1024 * 1024 + 1000));
         assert_eq!(shapes.at(&key, 768 * 768), Some(1536 * 768 * 768 + 1000));

@@ -112,7 +112,9 @@ pub fn compare(points: &[Point], rows: &[TracedRow], policy: &Policy) -> Simulat
             continue;
         };
         let (backend, allocator) = (p.key.conv_backend.as_str(), p.key.allocator.as_str());
-        let Some(sim) = row.simulated_on(backend, allocator) else {
+        let platform =
+            crate::contract::traced::ReplayPlatform { conv_backend: p.key.conv_backend, allocator: p.key.allocator };
+        let Some(sim) = row.simulated_on(platform) else {
             not_compared.push(format!("{}: no allocator model for {backend}/{allocator}", p.id));
             continue;
         };

@@ -400,10 +400,10 @@ pub(super) fn line_price(
     let formula = reserve_bytes(centi, line.base_mib, x).ok()?;
     let Some([_, end]) = line.size_range.filter(|[_, end]| x > *end) else { return Some(formula) };
     let k = &line.key;
-    let shape = shipped
-        .traced
-        .as_ref()
-        .and_then(|t| t.shapes.iter().find(|s| s.prices(k.vae.as_str(), k.op, k.dtype, k.tile, k.temporal_tile)));
+    let shape = shipped.traced.as_ref().and_then(|t| {
+        t.shapes_on(k.vae.as_str(), k.conv_backend, k.allocator)
+            .find(|s| s.prices(k.vae.as_str(), k.op, k.dtype, k.tile, k.temporal_tile))
+    });
     let Some(shape) = shape else { return Some(formula) };
     let (at_end, at_x) = (shape.at(end)?, shape.at(x)?);
     if at_end == 0 {

@@ -44,7 +44,7 @@ pub struct TracedSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifts_legacy_floor: Option<String>,
     /// SHA-256 over the traced rows the shapes were made from
-    /// (`file:line\tvae\top\tdtype\ttile\ttemporal_tile\twidth\theight\tframes\tbatch\ttraced_bytes\n`, sorted).
+    /// (`file:line\tvae\top\tdtype\ttile\ttemporal_tile\twidth\theight\tframes\tbatch\ttraced_bytes\tpeaks\n`, sorted; `peaks` each replayed platform's reserved peak, `backend/allocator=BYTES` joined by `;`, or `live=BYTES`).
     pub traces_digest: String,
     /// Every family's shapes, sorted by key.
     pub shapes: Vec<TracedShape>,
@@ -108,6 +108,11 @@ pub struct TracedShape {
     /// clip's, and its trace sits far above the clips' line drawn down to it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub one_frame: bool,
+    /// The platform whose allocator replay the shape is drawn through: the
+    /// reserved peak the rows' `simulated` column gives there (absent: the
+    /// rows' live peak, from a tracer before the replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_on: Option<ReplayPlatform>,
     pub unit: ShapeUnit,
     /// Traced bytes per unit, `num/den`, the exact envelope (no margin).
     pub slope: String,
@@ -119,6 +124,46 @@ pub struct TracedShape {
     pub size_range: [u64; 2],
     /// The rows (`file:line`) that pin the envelope.
     pub support: Vec<String>,
+}
+
+/// A platform an allocator replay ran for: the conv backend whose declared
+/// workspaces it allocated, and the allocator it replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayPlatform {
+    pub conv_backend: ConvBackend,
+    pub allocator: Allocator,
+}
+
+/// The platform a query on a platform with no replay of its own is priced
+/// through: cuDNN's workspaces under the native allocator.
+pub const REFERENCE: ReplayPlatform = ReplayPlatform { conv_backend: ConvBackend::Cudnn, allocator: Allocator::Native };
+
+impl TracedSection {
+    /// A family's shapes drawn through the replay of `conv_backend` and
+    /// `allocator` where the family has them, else through the reference
+    /// platform's, else its live-peak shapes. Shapes are shipped sorted by
+    /// family, so a family's are one run of the list.
+    pub fn shapes_on<'a>(
+        &'a self,
+        vae: &str,
+        conv_backend: ConvBackend,
+        allocator: Allocator,
+    ) -> impl Iterator<Item = &'a TracedShape> + use<'a> {
+        let lo = self.shapes.partition_point(|s| s.vae.as_str() < vae);
+        let hi = lo + self.shapes[lo..].partition_point(|s| s.vae.as_str() == vae);
+        let family = &self.shapes[lo..hi];
+        let has = |p: Option<ReplayPlatform>| family.iter().any(|s| s.replayed_on == p);
+        let own = Some(ReplayPlatform { conv_backend, allocator });
+        let on = if has(own) {
+            own
+        } else if has(Some(REFERENCE)) {
+            Some(REFERENCE)
+        } else {
+            None
+        };
+        family.iter().filter(move |s| s.replayed_on == on)
+    }
 }
 
 impl TracedShape {

@@ -98,19 +98,15 @@ impl Coefficients {
         let Some(section) = self.file.traced.as_ref() else { return Ok(None) };
         let Some(class) = self.file.registry.get(key.vae.as_str()).and_then(|e| e.class) else { return Ok(None) };
         // One frame of a video family: its one-frame shape where it has one.
-        let one = |tile: u32| {
-            section.shapes.iter().find(|s| one_frame && s.prices_one_frame(&key.vae, key.op, key.dtype, tile))
-        };
+        let on = || section.shapes_on(key.vae.as_str(), key.conv_backend, key.allocator);
+        let one = |tile: u32| on().find(|s| one_frame && s.prices_one_frame(&key.vae, key.op, key.dtype, tile));
         // A temporal tile the family was not traced at: its shapes of the
         // other temporal tiles at this run's working set, the highest (the
         // unit is the same, as a video line of another temporal tile
         // prices a run of this one).
         let other_temporal = |tile: u32| {
             key.temporal_tile?;
-            section
-                .shapes
-                .iter()
-                .filter(|s| s.temporal_tile.is_some() && s.prices(&key.vae, key.op, key.dtype, tile, s.temporal_tile))
+            on().filter(|s| s.temporal_tile.is_some() && s.prices(&key.vae, key.op, key.dtype, tile, s.temporal_tile))
                 .max_by_key(|s| (s.at(at), std::cmp::Reverse(s.temporal_tile)))
         };
         let find = |tile: u32| one(tile).or_else(|| self.shape_of(key, tile)).or_else(|| other_temporal(tile));
@@ -215,7 +211,9 @@ impl Coefficients {
     /// spatial tile `tile` (None: no traced section, or no such shape).
     fn shape_of(&self, key: &LineKey, tile: u32) -> Option<&TracedShape> {
         let section = self.file.traced.as_ref()?;
-        section.shapes.iter().find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile))
+        section
+            .shapes_on(key.vae.as_str(), key.conv_backend, key.allocator)
+            .find(|s| s.prices(&key.vae, key.op, key.dtype, tile, key.temporal_tile))
     }
 
     /// What the measured line `key` prices at `at`: its formula, or past
