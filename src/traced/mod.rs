@@ -9,9 +9,7 @@
 //! demand (the `calibration` module). The traced price is the calibration
 //! at the family's own trace.
 
-use crate::contract::traced::{
-    Calibration, ReplayPlatform, ShapeUnit, TracedSection, TracedShape, REFERENCE, TRACED_FORMULA,
-};
+use crate::contract::traced::{Calibration, ReplayPlatform, ShapeUnit, TracedSection, TracedShape, TRACED_FORMULA};
 use crate::fit::{self, Envelope, FitPoint};
 use crate::points::traced::TracedRow;
 use crate::points::Point;
@@ -113,15 +111,10 @@ impl Shapes {
     /// family has it, else the reference platform's, else its live peak
     /// (as the runtime's `TracedSection::shapes_on` picks).
     fn on_platform(&self, key: ShapeKey, p: &Point) -> ShapeKey {
-        let own = Some(ReplayPlatform { conv_backend: p.key.conv_backend, allocator: p.key.allocator });
-        let has = |on: Option<ReplayPlatform>| self.0.keys().any(|k| k.vae == key.vae && k.replayed_on == on);
-        let replayed_on = if has(own) {
-            own
-        } else if has(Some(REFERENCE)) {
-            Some(REFERENCE)
-        } else {
-            None
-        };
+        let own = ReplayPlatform { conv_backend: p.key.conv_backend, allocator: p.key.allocator };
+        let replayed_on = crate::contract::traced::replay_for(own, |on| {
+            self.0.keys().any(|k| k.vae == key.vae && k.replayed_on == on)
+        });
         ShapeKey { replayed_on, ..key }
     }
 

@@ -153,17 +153,17 @@ impl TracedSection {
         let lo = self.shapes.partition_point(|s| s.vae.as_str() < vae);
         let hi = lo + self.shapes[lo..].partition_point(|s| s.vae.as_str() == vae);
         let family = &self.shapes[lo..hi];
-        let has = |p: Option<ReplayPlatform>| family.iter().any(|s| s.replayed_on == p);
-        let own = Some(ReplayPlatform { conv_backend, allocator });
-        let on = if has(own) {
-            own
-        } else if has(Some(REFERENCE)) {
-            Some(REFERENCE)
-        } else {
-            None
-        };
+        let on = replay_for(ReplayPlatform { conv_backend, allocator }, |p| family.iter().any(|s| s.replayed_on == p));
         family.iter().filter(move |s| s.replayed_on == on)
     }
+}
+
+/// The replay a family's shapes are read through on platform `own`: its
+/// own where the family `has` shapes drawn through it, else the reference
+/// platform's, else the live peak's (None). The fit and the runtime choose
+/// by this one rule.
+pub fn replay_for(own: ReplayPlatform, has: impl Fn(Option<ReplayPlatform>) -> bool) -> Option<ReplayPlatform> {
+    [Some(own), Some(REFERENCE)].into_iter().find(|p| has(*p)).flatten()
 }
 
 impl TracedShape {
