@@ -68,13 +68,6 @@ impl TracedRow {
         }
         self.simulated.iter().map(|s| (Some(s.platform), s.reserved)).collect()
     }
-
-    /// The bytes a shape is drawn through: the reserved peak the native
-    /// allocator's replay gives under cuDNN's workspaces where the row was
-    /// replayed, else the live peak (a row of a tracer before the replay).
-    pub fn shaped_bytes(&self) -> u64 {
-        self.simulated_on(crate::contract::traced::REFERENCE).map_or(self.bytes, |s| s.reserved)
-    }
 }
 
 /// Parses a `simulated` field: `backend/allocator=ALLOCATED:RESERVED` joined

@@ -65,9 +65,6 @@ impl Shapes {
         let ids: Vec<String> = rows.iter().map(|r| format!("{}:{}", r.file, r.line)).collect();
         for (r, id) in rows.iter().zip(&ids) {
             let Some((key, x, clip)) = row_coordinates(r, policy) else {
-                if r.frames != 1 && policy.registry.video(&r.vae).is_none() {
-                    continue;
-                }
                 bail!("{id}: a traced row too large to place on its family's line")
             };
             // One shape per platform the row was replayed on.
@@ -262,11 +259,11 @@ pub fn section(rows: &[TracedRow], points: &[Point], policy: &Policy) -> Result<
 /// architecture under two names. Of several such families, the one with
 /// the most points (then the first by name) is the twin.
 pub fn twins(rows: &[TracedRow], points: &[Point], policy: &Policy) -> BTreeMap<String, crate::contract::traced::Twin> {
-    type Grid = BTreeMap<(Op, Dtype, u32, u32, u64, u64, u64, u64), u64>;
+    type Grid = BTreeMap<(Op, Dtype, u32, u32, u64, u64, u64, u64), Vec<(Option<ReplayPlatform>, u64)>>;
     let mut grids: BTreeMap<&str, Grid> = BTreeMap::new();
     for r in rows {
         let key = (r.op, r.dtype, r.tile, r.temporal_tile, r.width, r.height, r.frames, r.batch);
-        grids.entry(r.vae.as_str()).or_default().insert(key, r.shaped_bytes());
+        grids.entry(r.vae.as_str()).or_default().insert(key, r.peaks());
     }
     let mut measured: BTreeMap<&str, usize> = BTreeMap::new();
     for p in points.iter().filter(|p| !policy.is_excluded(p.id.as_str())) {
